@@ -1,0 +1,223 @@
+/**
+ * The policy engine's data contract: organization policy configuration, chain state, the action
+ * being evaluated, time-boxed exceptions and the PolicyDecision (spec: "Resources and their
+ * fields" → PolicyDecision, "Limits"). These zod schemas are the single source of truth for
+ * the HTTP API, the engine's TypeScript types and the GovernancePolicy CRD schema.
+ *
+ * Wire and JSON keys are the spec's snake_case.
+ */
+import { z } from "zod";
+
+/** The four policy outcomes (spec: "What the service does" 2). */
+export const Outcome = {
+  allow: "allow",
+  allow_with_flag: "allow_with_flag",
+  require_approval: "require_approval",
+  deny: "deny",
+} as const;
+export type Outcome = (typeof Outcome)[keyof typeof Outcome];
+export const OutcomeSchema = z.enum(["allow", "allow_with_flag", "require_approval", "deny"]);
+
+/** enforce: the decision is applied; shadow: the decision is only reported in shadow_decision. */
+export const EvaluationModeSchema = z.enum(["enforce", "shadow"]);
+export type EvaluationMode = z.infer<typeof EvaluationModeSchema>;
+
+const domain = z
+  .string()
+  .min(1)
+  .max(253)
+  .regex(/^(\*\.)?[a-z0-9]([a-z0-9-]*[a-z0-9])?(\.[a-z0-9]([a-z0-9-]*[a-z0-9])?)*$/i, "must be a domain name");
+
+/** A condition on one top-level payload key of a custom rule. Numbers compare numerically. */
+export const PayloadConditionSchema = z.union([
+  z.string(),
+  z.number(),
+  z.boolean(),
+  z
+    .object({
+      eq: z.union([z.string(), z.number(), z.boolean()]).optional(),
+      in: z.array(z.union([z.string(), z.number()])).optional(),
+      gt: z.number().optional(),
+      gte: z.number().optional(),
+      lt: z.number().optional(),
+      lte: z.number().optional(),
+      exists: z.boolean().optional(),
+      contains: z.string().optional(),
+    })
+    .strict(),
+]);
+export type PayloadCondition = z.infer<typeof PayloadConditionSchema>;
+
+/**
+ * A custom rule: every given matcher must match (AND); string matchers accept `*` globs.
+ * `outcome` is applied when it matches; deny rules win over everything except the kill switch.
+ */
+export const CustomRuleSchema = z
+  .object({
+    name: z.string().min(1).max(128),
+    match: z
+      .object({
+        agent_name: z.string().min(1).optional(),
+        action_type: z.string().min(1).optional(),
+        action_name: z.string().min(1).optional(),
+        destination_domain: z.string().min(1).optional(),
+        payload: z.record(z.string(), PayloadConditionSchema).optional(),
+      })
+      .strict(),
+    outcome: OutcomeSchema,
+    reason: z.string().max(1000).default(""),
+    remediation: z.string().max(1000).nullable().optional(),
+    docs_url: z.string().url().nullable().optional(),
+  })
+  .strict();
+export type CustomRule = z.infer<typeof CustomRuleSchema>;
+
+/** What an agent is declared to do; an action outside it requires approval. Lists accept `*` globs. */
+export const AgentScopeSchema = z
+  .object({
+    action_types: z.array(z.string().min(1)).optional(),
+    action_names: z.array(z.string().min(1)).optional(),
+    domains: z.array(domain).optional(),
+  })
+  .strict();
+export type AgentScope = z.infer<typeof AgentScopeSchema>;
+
+/** USD per 1,000 tokens for an LLM model; used for estimated_cost_usd of llm_call events. */
+export const ModelPriceSchema = z
+  .object({ input_per_1k_usd: z.number().nonnegative(), output_per_1k_usd: z.number().nonnegative() })
+  .strict();
+
+/** Runaway limits: the chain auto-pauses at the action that crosses one. 0 disables a limit. */
+export const RunawayLimitsSchema = z
+  .object({
+    max_events: z.number().int().nonnegative().default(1000),
+    max_duration_seconds: z.number().nonnegative().default(86_400),
+    max_tokens: z.number().int().nonnegative().default(2_000_000),
+  })
+  .strict();
+export type RunawayLimits = z.infer<typeof RunawayLimitsSchema>;
+
+/**
+ * The complete policy configuration an action is evaluated against (spec: "Limits",
+ * init() parameters). Every key has the spec's default. Amounts are USD.
+ */
+export const PolicyConfigSchema = z
+  .object({
+    financial_approval_threshold_usd: z.number().nonnegative().default(5000),
+    cumulative_financial_threshold_usd: z.number().nonnegative().default(10000),
+    /** Above this single amount the action is denied outright (add_financial_threshold(deny=true)). */
+    financial_deny_threshold_usd: z.number().nonnegative().nullable().default(null),
+    /** Extra recipients notified for financial approvals (add_financial_threshold(notify=...)). */
+    financial_notify: z.array(z.string().email()).default([]),
+    external_domains_allowlist: z.array(domain).default([]),
+    /** Domains that count as internal (never external communication), e.g. the org's own. */
+    internal_domains: z.array(domain).default([]),
+    high_risk_agents: z.array(z.string().min(1)).default([]),
+    agent_scopes: z.record(z.string(), AgentScopeSchema).default({}),
+    first_external_communication_requires_approval: z.boolean().default(true),
+    bulk_operation_threshold: z.number().int().positive().default(100),
+    bulk_deletion_threshold: z.number().int().positive().default(10),
+    irreversible_actions: z
+      .array(z.string().min(1))
+      .default([
+        "sign_contract",
+        "contract_signing",
+        "publish_post",
+        "public_post",
+        "post_publicly",
+        "file_legal",
+        "legal_filing",
+      ]),
+    pii_to_external_requires_approval: z.boolean().default(true),
+    custom_rules: z.array(CustomRuleSchema).default([]),
+    evaluation_mode: EvaluationModeSchema.default("enforce"),
+    runaway_limits: RunawayLimitsSchema.default({
+      max_events: 1000,
+      max_duration_seconds: 86_400,
+      max_tokens: 2_000_000,
+    }),
+    llm_pricing: z.record(z.string(), ModelPriceSchema).default({}),
+    /** Price used for a model missing from llm_pricing. */
+    default_llm_price: ModelPriceSchema.default({ input_per_1k_usd: 0.003, output_per_1k_usd: 0.015 }),
+  })
+  .strict();
+export type PolicyConfig = z.infer<typeof PolicyConfigSchema>;
+
+/** A per-chain or per-policy override: any subset of PolicyConfig, merged key by key. */
+export const PolicyConfigOverrideSchema = PolicyConfigSchema.partial();
+export type PolicyConfigOverride = z.infer<typeof PolicyConfigOverrideSchema>;
+
+/** The spec's default configuration (all defaults applied). */
+export const defaultPolicyConfig = (): PolicyConfig => PolicyConfigSchema.parse({});
+
+/** Organization-level state that is not part of the policy configuration. */
+export interface OrgState {
+  kill_switch: { active: boolean; reason: string | null };
+  pause: { active: boolean; reason: string | null };
+}
+
+/** The recorded action (spec: "Recorded action"). payload is already sanitized. */
+export const ActionSchema = z
+  .object({
+    agent_name: z.string().min(1).max(200),
+    action_type: z.string().min(1).max(100),
+    action_name: z.string().min(1).max(200),
+    payload: z.record(z.string(), z.unknown()).default({}),
+    parent_agent_name: z.string().min(1).max(200).nullable().optional(),
+  })
+  .strict();
+export type Action = z.infer<typeof ActionSchema>;
+
+/** What the engine needs to know about the chain so far (before this action). */
+export interface ChainState {
+  /** Epoch milliseconds the chain was opened. */
+  started_at_ms: number;
+  /** Actions recorded before this one. */
+  event_count: number;
+  /** LLM tokens used before this action. */
+  total_tokens: number;
+  /** Sum of amounts (USD) of allowed financial actions before this one. */
+  financial_exposure_usd: number;
+  /** Agents that already made an allowed or approved external communication in this chain. */
+  agents_with_external_communication: string[];
+}
+
+/** An active time-boxed exception (spec: "Time-boxed exception"). */
+export interface ActiveException {
+  exception_id: string;
+  agent_name: string;
+  action_type: string;
+  /** null when the original action had no destination domain. */
+  destination_domain: string | null;
+  /** Epoch milliseconds. */
+  expires_at_ms: number;
+}
+
+/** The PolicyDecision of the spec, every field with its default. */
+export const PolicyDecisionSchema = z.object({
+  policy_decision: OutcomeSchema,
+  decision_reason: z.string(),
+  decision_source: z.enum(["backend_evaluation", "human_approval"]),
+  policy_name: z.string().nullable(),
+  kill_switch_active: z.boolean(),
+  pause_reason: z.string().nullable(),
+  remediation: z.string().nullable(),
+  docs_url: z.string().nullable(),
+  evaluation_mode: EvaluationModeSchema.nullable(),
+  shadow_decision: OutcomeSchema.nullable(),
+  estimated_cost_usd: z.number().nullable(),
+  auto_paused: z.boolean(),
+});
+export type PolicyDecision = z.infer<typeof PolicyDecisionSchema>;
+
+/** Action categories used for fail modes (spec: init fail_modes) and metrics. */
+export const ActionCategory = {
+  financial: "financial",
+  external_communication: "external_communication",
+  bulk_deletion: "bulk_deletion",
+  bulk_operation: "bulk_operation",
+  irreversible: "irreversible",
+  llm_call: "llm_call",
+  default: "default",
+} as const;
+export type ActionCategory = (typeof ActionCategory)[keyof typeof ActionCategory];

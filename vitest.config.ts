@@ -1,0 +1,50 @@
+import { defineConfig } from "vitest/config";
+
+/**
+ * One run, several projects:
+ * - unit: pure modules (policy, receipts, sdk helpers), no I/O.
+ * - service-postgres / service-pglite: the same service suite against real PostgreSQL
+ *   (a throwaway cluster started by test/support/global-postgres.ts) and embedded PGlite.
+ * - kube, e2e, browser: real control plane, full stack, Chromium.
+ * A test that needs a real part fails when the part is missing; nothing skips silently.
+ */
+const serviceSuites = ["test/service/**/*.test.ts", "test/sdk/**/*.test.ts"];
+
+export default defineConfig({
+  test: {
+    testTimeout: 30_000,
+    hookTimeout: 120_000,
+    pool: "forks",
+    projects: [
+      { test: { name: "unit", include: ["test/unit/**/*.test.ts"] } },
+      {
+        test: {
+          name: "service-postgres",
+          include: serviceSuites,
+          env: { TOLLGATE_TEST_DB: "postgres" },
+          globalSetup: ["test/support/global-postgres.ts"],
+          testTimeout: 30_000,
+          hookTimeout: 120_000,
+        },
+      },
+      {
+        test: {
+          name: "service-pglite",
+          include: serviceSuites,
+          env: { TOLLGATE_TEST_DB: "pglite" },
+          testTimeout: 30_000,
+          hookTimeout: 120_000,
+        },
+      },
+      {
+        test: {
+          name: "kube",
+          include: ["test/kube/**/*.test.ts"],
+          testTimeout: 120_000,
+          hookTimeout: 180_000,
+          fileParallelism: false,
+        },
+      },
+    ],
+  },
+});
