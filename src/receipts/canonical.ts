@@ -1,0 +1,91 @@
+/**
+ * Canonical JSON (RFC 8785, JSON Canonicalization Scheme) of receipt data (spec: Receipt,
+ * "Signing and chaining rules" 1). Receipt signatures and hashes are computed over these bytes,
+ * so two parties that hold the same JSON data always sign and hash the same bytes, whatever the
+ * key order or whitespace of the JSON they received.
+ *
+ * Serialization is delegated to the `canonicalize` package. Before that, values are checked to
+ * be plain JSON data, because `canonicalize` (like `JSON.stringify`) silently drops or rewrites
+ * some non-JSON values: an `undefined` property would vanish and a `Map` would become `{}`, so a
+ * signature would cover something other than what the caller holds.
+ */
+import canonicalize from "canonicalize";
+
+/**
+ * Returns the RFC 8785 canonical JSON text of `value`: object keys sorted by UTF-16 code units,
+ * no whitespace, numbers in ECMAScript shortest round-trip form (`1e+21`, `0.000001`, `1e-7`,
+ * `-0` → `0`), strings with only the mandatory escapes (`\"`, `\\`, `\b`, `\f`, `\n`, `\r`,
+ * `\t`, other controls as lowercase `\u00xx`; everything else, including non-ASCII, literal).
+ *
+ * Accepted values: null, booleans, finite numbers, strings without lone surrogates, arrays
+ * (without holes) and plain objects (prototype `Object.prototype` or null) of these, without
+ * cycles.
+ *
+ * @throws TypeError on anything else: `undefined` (also as an object property or array item),
+ *   NaN or ±Infinity, bigint, symbols, functions, class instances such as `Date`, `Map` or
+ *   `Buffer`, objects with symbol keys, sparse arrays, lone surrogates, and circular references.
+ */
+export function canonicalJson(value: unknown): string {
+  assertJson(value, "$", new Set());
+  let text: string | undefined;
+  try {
+    text = canonicalize(value);
+  } catch (error) {
+    throw new TypeError(`canonical JSON: ${(error as Error).message}`);
+  }
+  if (text === undefined) throw new TypeError("canonical JSON: value has no JSON representation");
+  return text;
+}
+
+/** The UTF-8 bytes of `canonicalJson(value)`. Throws like `canonicalJson`. */
+export function canonicalBytes(value: unknown): Buffer {
+  return Buffer.from(canonicalJson(value), "utf8");
+}
+
+function assertJson(value: unknown, path: string, ancestors: Set<object>): void {
+  switch (typeof value) {
+    case "boolean":
+      return;
+    case "string":
+      if (hasLoneSurrogate(value)) throw new TypeError(`canonical JSON: lone surrogate in string at ${path}`);
+      return;
+    case "number":
+      if (!Number.isFinite(value))
+        throw new TypeError(`canonical JSON: non-finite number ${value} at ${path}`);
+      return;
+    case "object":
+      break;
+    default:
+      throw new TypeError(`canonical JSON: ${typeof value} is not JSON at ${path}`);
+  }
+  if (value === null) return;
+  if (ancestors.has(value)) throw new TypeError(`canonical JSON: circular reference at ${path}`);
+  ancestors.add(value);
+  if (Array.isArray(value)) {
+    for (let i = 0; i < value.length; i++) {
+      if (!(i in value)) throw new TypeError(`canonical JSON: sparse array at ${path}[${i}]`);
+      assertJson(value[i], `${path}[${i}]`, ancestors);
+    }
+  } else {
+    const proto = Object.getPrototypeOf(value);
+    if (proto !== Object.prototype && proto !== null) {
+      const name = (value as { constructor?: { name?: string } }).constructor?.name ?? "object";
+      throw new TypeError(`canonical JSON: ${name} instance is not plain JSON data at ${path}`);
+    }
+    if (Object.getOwnPropertySymbols(value).length > 0) {
+      throw new TypeError(`canonical JSON: symbol keys are not JSON at ${path}`);
+    }
+    for (const [key, item] of Object.entries(value)) {
+      if (hasLoneSurrogate(key)) throw new TypeError(`canonical JSON: lone surrogate in key at ${path}`);
+      assertJson(item, `${path}.${key}`, ancestors);
+    }
+  }
+  ancestors.delete(value);
+}
+
+/** In a `u` regex a surrogate pair is one code point, so `\p{Cs}` matches only lone surrogates. */
+const LONE_SURROGATE = /\p{Cs}/u;
+
+function hasLoneSurrogate(text: string): boolean {
+  return LONE_SURROGATE.test(text);
+}

@@ -1,0 +1,277 @@
+/**
+ * The receipt data contract (spec: "Resources and their fields" → Receipt, Approval,
+ * Time-boxed exception; "Verification results"). These zod schemas are the single source of
+ * truth for receipt storage, API responses, exports and their TypeScript types.
+ *
+ * Wire and JSON keys are the spec's snake_case. Every object is strict (unknown keys are
+ * rejected), because the signature covers exactly the keys that are present: a key this
+ * schema does not know would be signed but never shown. Optional facts are `null`, never
+ * absent, so the signed form of a receipt has one shape.
+ *
+ * Choices where the spec says "not shown" (the README documents them):
+ * - the receipt identifier inside the body is `receipt_id` (a UUID, like chain_id);
+ * - every identifier (receipt, chain, approval, event, exception) is a UUID;
+ * - timestamps are ISO 8601 UTC strings with a `Z` suffix (`Date.prototype.toISOString`);
+ * - approvals and events_summary items have the shapes below;
+ * - `signature` (HMAC-SHA256) is the spec's; `ed25519` is our addition for verification
+ *   outside the service.
+ */
+import { z } from "zod";
+import { parseReceiptNumber } from "./number.js";
+
+/** A UUID (RFC 9562), as assigned by the service for every identifier. */
+const Uuid = z.uuid();
+
+/** ISO 8601 UTC timestamp with a `Z` suffix, e.g. `2026-01-15T12:00:00.000Z`. */
+const Timestamp = z.iso.datetime();
+
+/** A 64-character lowercase hex SHA-256 digest. */
+const Sha256Hex = z.string().regex(/^[0-9a-f]{64}$/, "must be 64 lowercase hex characters");
+
+/** Lowercase slug of an organization: letters, digits and inner hyphens, at most 63 characters. */
+export const OrganizationSlugSchema = z
+  .string()
+  .max(63)
+  .regex(/^[a-z0-9]([a-z0-9-]*[a-z0-9])?$/, "must be a lowercase slug");
+
+/**
+ * `PR-YYYY-NNNNN` in its one canonical spelling (see `number.ts`): five or more sequence
+ * digits, zero-padded to five, no extra leading zeros, sequence ≥ 1.
+ */
+export const ReceiptNumberSchema = z
+  .string()
+  .regex(/^PR-\d{4}-\d{5,}$/, "must have the form PR-YYYY-NNNNN")
+  .refine((text) => parseReceiptNumber(text) !== null, "must be a canonical receipt number");
+
+/** `sha256:<64 lowercase hex>`: the receiptHash of a receipt (see `sign.ts`). */
+export const ReceiptHashSchema = z
+  .string()
+  .regex(/^sha256:[0-9a-f]{64}$/, "must have the form sha256:<64 lowercase hex>");
+
+/** `hmac-sha256:<64 lowercase hex>`: the HMAC-SHA256 of the canonical receipt body. */
+export const HmacSignatureSchema = z
+  .string()
+  .regex(/^hmac-sha256:[0-9a-f]{64}$/, "must have the form hmac-sha256:<64 lowercase hex>");
+
+/** Unpadded base64url of a 64-byte Ed25519 signature (86 characters). */
+export const Ed25519SignatureSchema = z
+  .string()
+  .regex(/^[A-Za-z0-9_-]{85}[AQgw]$/, "must be the base64url form of a 64-byte Ed25519 signature");
+
+/** Identifier of an Ed25519 key (ours: 16 lowercase hex, see `ed25519.ts`). */
+export const KeyIdSchema = z.string().min(1).max(128);
+
+/** The time-boxed exception durations (spec: "Time-boxed exception"). */
+export const ExceptionDurationSchema = z.enum(["1h", "1d", "1w", "1m"]);
+export type ExceptionDuration = z.infer<typeof ExceptionDurationSchema>;
+
+/** Sums over the chain (spec: Receipt, cumulative_metrics fields). */
+export const CumulativeMetricsSchema = z
+  .object({
+    /** USD. */
+    financial_exposure_usd: z.number(),
+    external_communications_count: z.number().int().nonnegative(),
+    records_modified_count: z.number().int().nonnegative(),
+    /** Domain names. */
+    external_domains_contacted: z.array(z.string()),
+    /** USD. */
+    estimated_cost_usd: z.number().nonnegative(),
+  })
+  .strict();
+export type CumulativeMetrics = z.infer<typeof CumulativeMetricsSchema>;
+
+/** One human decision on a pending action (spec: Approval; receipt approvals). */
+export const ReceiptApprovalSchema = z
+  .object({
+    approval_id: Uuid,
+    /** event_id of the action that required approval. */
+    action_event_id: Uuid,
+    agent_name: z.string(),
+    action_type: z.string(),
+    action_name: z.string(),
+    decision: z.enum(["approved", "denied", "timed_out"]),
+    /** Who decided (an approver's email address); null for timed_out. */
+    decided_by: z.string().nullable(),
+    /** Reviewer notes. */
+    notes: z.string().nullable(),
+    decided_at: Timestamp,
+    /** The time-boxed exception created with the approval, if any. */
+    exception: z
+      .object({ exception_id: Uuid, duration: ExceptionDurationSchema, expires_at: Timestamp })
+      .strict()
+      .nullable(),
+  })
+  .strict();
+export type ReceiptApproval = z.infer<typeof ReceiptApprovalSchema>;
+
+/** What happened when an allowed action was carried out, as reported back to the service. */
+export const EventOutcomeSchema = z
+  .object({
+    status: z.enum(["success", "error"]),
+    /** Class or kind of the error; null on success. */
+    error_class: z.string().nullable(),
+    duration_ms: z.number().nonnegative(),
+    /** Lowercase hex SHA-256 (no prefix) of the tool result; null when not reported. */
+    result_sha256: Sha256Hex.nullable(),
+  })
+  .strict();
+export type EventOutcome = z.infer<typeof EventOutcomeSchema>;
+
+/** One recorded action of the chain (spec: Events 1; receipt events_summary). */
+export const ReceiptEventSchema = z
+  .object({
+    /** 1-based position of the event within the chain. */
+    sequence: z.number().int().positive(),
+    event_id: Uuid,
+    agent_name: z.string(),
+    parent_agent_name: z.string().nullable(),
+    action_type: z.string(),
+    action_name: z.string(),
+    policy_decision: z.enum(["allow", "allow_with_flag", "require_approval", "deny"]),
+    decision_source: z.enum(["backend_evaluation", "human_approval"]),
+    policy_name: z.string().nullable(),
+    /** The time-boxed exception that authorized this action, if any. */
+    exception_id: Uuid.nullable(),
+    recorded_at: Timestamp,
+    /** null when the action was not carried out or no outcome was reported. */
+    outcome: EventOutcomeSchema.nullable(),
+  })
+  .strict();
+export type ReceiptEvent = z.infer<typeof ReceiptEventSchema>;
+
+const receiptBodyShape = {
+  receipt_id: Uuid,
+  receipt_number: ReceiptNumberSchema,
+  chain_id: Uuid,
+  organization: OrganizationSlugSchema,
+  chain_name: z.string(),
+  environment: z.string(),
+  /** The chain's metadata, set once at creation: arbitrary JSON. */
+  metadata: z.record(z.string(), z.json()),
+  status: z.enum(["completed", "failed"]),
+  /** Set when the chain context exited through an exception (status failed); else null. */
+  failure: z.object({ mode: z.string(), message: z.string() }).strict().nullable(),
+  summary: z.string(),
+  started_at: Timestamp,
+  completed_at: Timestamp,
+  agents_involved: z.array(z.string()),
+  total_actions: z.number().int().nonnegative(),
+  cumulative_metrics: CumulativeMetricsSchema,
+  approvals: z.array(ReceiptApprovalSchema),
+  events_summary: z.array(ReceiptEventSchema),
+  policy_version: z.string(),
+  /** receiptHash of the organization's previous receipt; null only for its first (genesis). */
+  previous_receipt_hash: ReceiptHashSchema.nullable(),
+};
+
+const signatureShape = {
+  /** HMAC-SHA256 of the canonical body with the service's secret key (spec). */
+  signature: HmacSignatureSchema,
+  /** Ed25519 signature of the same canonical body; null when the service had no signing key. */
+  ed25519: z.object({ kid: KeyIdSchema, signature: Ed25519SignatureSchema }).strict().nullable(),
+};
+
+type BodyFacts = {
+  status: "completed" | "failed";
+  failure: unknown;
+  started_at: string;
+  completed_at: string;
+};
+
+function checkBodyFacts(body: BodyFacts, ctx: z.RefinementCtx): void {
+  if (body.status === "failed" && body.failure === null) {
+    ctx.addIssue({ code: "custom", path: ["failure"], message: "a failed receipt must carry its failure" });
+  }
+  if (body.status === "completed" && body.failure !== null) {
+    ctx.addIssue({ code: "custom", path: ["failure"], message: "a completed receipt carries no failure" });
+  }
+  if (Date.parse(body.completed_at) < Date.parse(body.started_at)) {
+    ctx.addIssue({ code: "custom", path: ["completed_at"], message: "completed_at is before started_at" });
+  }
+}
+
+/**
+ * The structured receipt data that is signed (spec: Receipt; "Signing and chaining rules" 1).
+ * Also checks that `failure` is set exactly when status is failed, and that completed_at is
+ * not before started_at.
+ */
+export const ReceiptBodySchema = z.object(receiptBodyShape).strict().superRefine(checkBodyFacts);
+export type ReceiptBody = z.infer<typeof ReceiptBodySchema>;
+
+/** A receipt as stored, returned and exported: the body plus its signatures. */
+export const SignedReceiptSchema = z
+  .object({ ...receiptBodyShape, ...signatureShape })
+  .strict()
+  .superRefine(checkBodyFacts);
+export type SignedReceipt = z.infer<typeof SignedReceiptSchema>;
+
+// ---------------------------------------------------------------------------------------------
+// Verification results (spec: "Verification results"). Shapes beyond overall_status and
+// integrity.status are ours.
+
+/**
+ * HMAC integrity of one receipt: valid or invalid when the key was available, not_evaluated
+ * otherwise (the HMAC key never leaves the service).
+ */
+export const IntegrityStatusSchema = z.enum(["valid", "invalid", "not_evaluated"]);
+export type IntegrityStatus = z.infer<typeof IntegrityStatusSchema>;
+
+/**
+ * Ed25519 signature of one receipt: valid; invalid (wrong or malformed signature); missing (the
+ * receipt carries none); unknown_key (its kid is not among the trusted public keys: a failure,
+ * since anyone can sign with a key of their own); not_evaluated (no public keys were given).
+ */
+export const Ed25519StatusSchema = z.enum(["valid", "invalid", "missing", "unknown_key", "not_evaluated"]);
+export type Ed25519Status = z.infer<typeof Ed25519StatusSchema>;
+
+/**
+ * Link of one receipt to its predecessor: valid (previous_receipt_hash matches and the sequence
+ * follows); genesis (sequence 1 with a null previous hash); broken (hash mismatch, a null hash
+ * after genesis, a non-null hash on sequence 1, a sequence that goes backwards, or another
+ * organization); gap (the sequence skips numbers: receipts were deleted or are missing).
+ */
+export const LinkStatusSchema = z.enum(["valid", "genesis", "broken", "gap"]);
+export type LinkStatus = z.infer<typeof LinkStatusSchema>;
+
+/** valid only when every check that could be evaluated passed. */
+export const OverallStatusSchema = z.enum(["valid", "invalid"]);
+export type OverallStatus = z.infer<typeof OverallStatusSchema>;
+
+/** The link check of one receipt, with human-readable problems (empty when it passed). */
+export const LinkCheckSchema = z.object({ status: LinkStatusSchema, problems: z.array(z.string()) });
+export type LinkCheck = z.infer<typeof LinkCheckSchema>;
+
+/**
+ * Verification of one receipt within a chain. Problems name receipt numbers and never contain
+ * signatures, HMACs or hashes, so they may be shown wherever the receipt number may be.
+ */
+export const ReceiptCheckSchema = z.object({
+  receipt_id: z.string().nullable(),
+  receipt_number: z.string().nullable(),
+  /** Sequence parsed from receipt_number; null when the number is malformed. */
+  sequence: z.number().int().nullable(),
+  /** False when the receipt does not match SignedReceiptSchema. */
+  well_formed: z.boolean(),
+  integrity: z.object({ status: IntegrityStatusSchema }),
+  ed25519: z.object({ status: Ed25519StatusSchema, kid: z.string().nullable() }),
+  chain: z.object({ status: LinkStatusSchema }),
+  overall_status: OverallStatusSchema,
+  problems: z.array(z.string()),
+});
+export type ReceiptCheck = z.infer<typeof ReceiptCheckSchema>;
+
+/** Verification of an exported receipt chain of one organization. */
+export const ChainVerificationSchema = z.object({
+  /** valid only when every receipt is valid and no chain-level problem was found. */
+  overall_status: OverallStatusSchema,
+  /**
+   * True when every receipt had at least one signature (HMAC or Ed25519 with a trusted key)
+   * verified. When false, a valid result shows only that the chain is internally consistent:
+   * the unkeyed hash chain alone can be recomputed by whoever rewrites it.
+   */
+  authenticated: z.boolean(),
+  receipts: z.array(ReceiptCheckSchema),
+  /** Every problem found, receipt problems first in chain order, then chain-level ones. */
+  problems: z.array(z.string()),
+});
+export type ChainVerification = z.infer<typeof ChainVerificationSchema>;
