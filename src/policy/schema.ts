@@ -26,7 +26,10 @@ const domain = z
   .string()
   .min(1)
   .max(253)
-  .regex(/^(\*\.)?[a-z0-9]([a-z0-9-]*[a-z0-9])?(\.[a-z0-9]([a-z0-9-]*[a-z0-9])?)*$/i, "must be a domain name");
+  .regex(
+    /^(\*\.)?[a-z0-9]([a-z0-9-]*[a-z0-9])?(\.[a-z0-9]([a-z0-9-]*[a-z0-9])?)*$/i,
+    "must be a domain name",
+  );
 
 /** A condition on one top-level payload key of a custom rule. Numbers compare numerically. */
 export const PayloadConditionSchema = z.union([
@@ -143,7 +146,12 @@ export const PolicyConfigSchema = z
   .strict();
 export type PolicyConfig = z.infer<typeof PolicyConfigSchema>;
 
-/** A per-chain or per-policy override: any subset of PolicyConfig, merged key by key. */
+/**
+ * A per-chain or per-policy override: any subset of PolicyConfig, merged key by key.
+ * Caution: zod 4 keeps the inner `.default()`s under `.partial()`, so PARSING with this schema
+ * fills in every default (`PolicyConfigOverrideSchema.parse({})` is a full default config).
+ * Validate untrusted overrides with {@link PolicyConfigPatchSchema} instead.
+ */
 export const PolicyConfigOverrideSchema = PolicyConfigSchema.partial();
 export type PolicyConfigOverride = z.infer<typeof PolicyConfigOverrideSchema>;
 
@@ -221,3 +229,54 @@ export const ActionCategory = {
   default: "default",
 } as const;
 export type ActionCategory = (typeof ActionCategory)[keyof typeof ActionCategory];
+
+const policyShape = PolicyConfigSchema.shape;
+const limitsShape = RunawayLimitsSchema.shape;
+
+/**
+ * Runaway limits as a patch: any subset of the three limits, no defaults filled in.
+ * Used inside {@link PolicyConfigPatchSchema}; merged per key over the base limits.
+ */
+export const RunawayLimitsPatchSchema = z
+  .object({
+    max_events: limitsShape.max_events.unwrap().optional(),
+    max_duration_seconds: limitsShape.max_duration_seconds.unwrap().optional(),
+    max_tokens: limitsShape.max_tokens.unwrap().optional(),
+  })
+  .strict();
+
+/**
+ * A policy configuration patch: any subset of PolicyConfig with the same constraints but NO
+ * defaults filled in, and runaway_limits / default_llm_price accepted partially (they are
+ * merged per key). Use this, not {@link PolicyConfigOverrideSchema}, to validate a chain's
+ * policy_config or a GovernancePolicy spec: in zod 4 `.partial()` keeps inner `.default()`s,
+ * so `PolicyConfigOverrideSchema.parse({})` returns a complete default config, which would
+ * overwrite every organization setting when merged. `PolicyConfigPatchSchema.parse({})` is `{}`.
+ * (spec: Chain → policy_config "merged key by key over the organization config").
+ */
+export const PolicyConfigPatchSchema = z
+  .object({
+    financial_approval_threshold_usd: policyShape.financial_approval_threshold_usd.unwrap().optional(),
+    cumulative_financial_threshold_usd: policyShape.cumulative_financial_threshold_usd.unwrap().optional(),
+    financial_deny_threshold_usd: policyShape.financial_deny_threshold_usd.unwrap().optional(),
+    financial_notify: policyShape.financial_notify.unwrap().optional(),
+    external_domains_allowlist: policyShape.external_domains_allowlist.unwrap().optional(),
+    internal_domains: policyShape.internal_domains.unwrap().optional(),
+    high_risk_agents: policyShape.high_risk_agents.unwrap().optional(),
+    agent_scopes: policyShape.agent_scopes.unwrap().optional(),
+    first_external_communication_requires_approval: policyShape.first_external_communication_requires_approval
+      .unwrap()
+      .optional(),
+    bulk_operation_threshold: policyShape.bulk_operation_threshold.unwrap().optional(),
+    bulk_deletion_threshold: policyShape.bulk_deletion_threshold.unwrap().optional(),
+    irreversible_actions: policyShape.irreversible_actions.unwrap().optional(),
+    pii_to_external_requires_approval: policyShape.pii_to_external_requires_approval.unwrap().optional(),
+    custom_rules: policyShape.custom_rules.unwrap().optional(),
+    evaluation_mode: policyShape.evaluation_mode.unwrap().optional(),
+    runaway_limits: RunawayLimitsPatchSchema.optional(),
+    llm_pricing: policyShape.llm_pricing.unwrap().optional(),
+    default_llm_price: ModelPriceSchema.partial().optional(),
+  })
+  .strict();
+/** A parsed {@link PolicyConfigPatchSchema}; every PolicyConfigOverride is also a PolicyConfigPatch. */
+export type PolicyConfigPatch = z.infer<typeof PolicyConfigPatchSchema>;
