@@ -42,7 +42,7 @@ export default defineConfig({
           include: ["test/kube/**/*.test.ts"],
           testTimeout: 120_000,
           hookTimeout: 180_000,
-          fileParallelism: false,
+          poolOptions: { forks: { singleFork: true } },
         },
       },
     ],

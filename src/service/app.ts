@@ -1,0 +1,137 @@
+/**
+ * The governance service as a Fastify application (STYLE.md: app.ts is the application,
+ * server.ts/main.ts the entry point). Everything is injected so tests run it with a real
+ * database and a manual clock.
+ */
+import Fastify, { type FastifyError, type FastifyInstance } from "fastify";
+import { hasZodFastifySchemaValidationErrors, serializerCompiler, validatorCompiler } from "fastify-type-provider-zod";
+import { authenticate, bearerOf } from "./auth.js";
+import { type Clock, systemClock } from "./clock.js";
+import type { ServiceContext } from "./context.js";
+import type { Database } from "./db/pool.js";
+import { escalateApprovalJob, timeoutApprovalJob } from "./domain/approvals.js";
+import { type JobHandler, Scheduler } from "./domain/jobs.js";
+import { SigningKeys } from "./domain/keys.js";
+import { OrgConfigCache } from "./domain/orgs.js";
+import { ApiError, errorBody } from "./errors.js";
+import { createLogger, type Logger } from "./logger.js";
+import { createMetrics } from "./metrics.js";
+import { adminRoutes } from "./routes/admin.js";
+import { approvalRoutes } from "./routes/approvals.js";
+import { chainRoutes } from "./routes/chains.js";
+import { healthRoutes } from "./routes/health.js";
+import { deriveKey } from "./secrets.js";
+import "./context.js";
+
+/** Options of buildService. Secrets: masterKey, adminToken. */
+export interface ServiceOptions {
+  db: Database;
+  masterKey: Buffer;
+  adminToken: string;
+  publicUrl?: string;
+  clock?: Clock;
+  log?: Logger;
+  /** Durable job poll interval in ms; 0 disables the scheduler (tests run jobs by hand). */
+  schedulerIntervalMs?: number;
+  defaultMetrics?: boolean;
+}
+
+/** A built service: the Fastify app, its context, the job handlers and a close function. */
+export interface Service {
+  app: FastifyInstance;
+  ctx: ServiceContext;
+  jobHandlers: Record<string, JobHandler>;
+  /** Stops the scheduler and closes the HTTP server (not the database). */
+  close(): Promise<void>;
+}
+
+/** Builds the service application; call `app.listen` to serve. */
+export async function buildService(opts: ServiceOptions): Promise<Service> {
+  const clock = opts.clock ?? systemClock;
+  const log = opts.log ?? createLogger({ level: "silent" });
+  const ctx: ServiceContext = {
+    db: opts.db,
+    clock,
+    log,
+    configs: new OrgConfigCache(),
+    keys: new SigningKeys(opts.db, opts.masterKey, clock),
+    metrics: createMetrics(opts.db, { defaultMetrics: opts.defaultMetrics }),
+    receiptHmacKey: deriveKey(opts.masterKey, "receipt-hmac"),
+    linkKey: deriveKey(opts.masterKey, "approval-links"),
+    masterKey: opts.masterKey,
+    adminToken: opts.adminToken,
+    publicUrl: opts.publicUrl ?? "http://localhost:8000",
+  };
+  let shuttingDown = false;
+  const app = Fastify({
+    loggerInstance: log,
+    requestTimeout: 120_000,
+    connectionTimeout: 130_000,
+    keepAliveTimeout: 72_000,
+    bodyLimit: 1024 * 1024,
+    trustProxy: false,
+  });
+  app.setValidatorCompiler(validatorCompiler);
+  app.setSerializerCompiler(serializerCompiler);
+  app.decorate("tg", ctx);
+  app.decorateRequest("principal", null);
+
+  app.addHook("onRequest", async (req) => {
+    const secret = bearerOf(req);
+    req.principal = secret ? await authenticate(ctx.db, secret, ctx.adminToken, clock.nowMs()) : null;
+    if (secret && !req.principal) throw new ApiError(401, "TG_ERR_UNAUTHENTICATED", "The API key or session is invalid or revoked");
+  });
+
+  app.setErrorHandler((err: FastifyError | ApiError, req, reply) => {
+    if (err instanceof ApiError) {
+      return reply.code(err.statusCode).send(errorBody(err.statusCode, err.code, err.message, err.details));
+    }
+    if (hasZodFastifySchemaValidationErrors(err)) {
+      const issues = err.validation.map((v) => ({
+        path: `${err.validationContext ?? "body"}${v.instancePath.replaceAll("/", ".")}`,
+        message: v.message ?? "invalid",
+      }));
+      const first = issues[0]!;
+      return reply
+        .code(400)
+        .send(errorBody(400, "TG_ERR_VALIDATION", `${first.path}: ${first.message}`, { issues }));
+    }
+    const status = err.statusCode ?? 500;
+    if (status >= 500) {
+      req.log.error({ err }, "request failed");
+      return reply.code(status).send(errorBody(status, "TG_ERR_INTERNAL", "Internal error"));
+    }
+    return reply.code(status).send(errorBody(status, err.code ?? "TG_ERR_REQUEST", err.message));
+  });
+  app.setNotFoundHandler((req, reply) =>
+    reply.code(404).send(errorBody(404, "TG_ERR_NOT_FOUND", `Route ${req.method} ${req.url.split("?")[0]} not found`)),
+  );
+
+  await app.register(healthRoutes, { isShuttingDown: () => shuttingDown });
+  await app.register(chainRoutes);
+  await app.register(approvalRoutes);
+  await app.register(adminRoutes);
+
+  const jobHandlers: Record<string, JobHandler> = {
+    approval_timeout: (p, now) => timeoutApprovalJob(ctx.db, String(p.approval_id), now),
+    approval_escalation: async (p, now) => {
+      await escalateApprovalJob(ctx.db, String(p.approval_id), now);
+    },
+  };
+  const scheduler =
+    (opts.schedulerIntervalMs ?? 1000) > 0
+      ? new Scheduler(ctx.db, { clock, handlers: jobHandlers, intervalMs: opts.schedulerIntervalMs ?? 1000, log })
+      : null;
+  scheduler?.start();
+
+  return {
+    app: app as unknown as FastifyInstance,
+    ctx,
+    jobHandlers,
+    async close() {
+      shuttingDown = true;
+      await scheduler?.stop();
+      await app.close();
+    },
+  };
+}

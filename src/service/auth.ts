@@ -1,0 +1,149 @@
+/**
+ * Principals and role checks (spec: "Authentication"). Who can call:
+ * - the service admin token (`Authorization: Bearer tga_...`): every organization; used by the
+ *   Kubernetes operator and for bootstrap;
+ * - API keys (`Authorization: Bearer tg_...`, spec: prefixed, shown once, stored as a hash),
+ *   scoped to one organization with role `client` (agents, sidecars) or `admin`;
+ * - dashboard user sessions (cookie `tg_session` or `Authorization: Bearer tgs_...`) with roles
+ *   member, admin, approver in one organization.
+ */
+import { randomUUID } from "node:crypto";
+import type { FastifyRequest } from "fastify";
+import type { Clock } from "./clock.js";
+import type { Queryable } from "./db/pool.js";
+import { forbidden, unauthorized } from "./errors.js";
+import { hashSecret, newSecret, safeEqual } from "./secrets.js";
+
+/** The spec's service API key prefix. */
+export const API_KEY_PREFIX = "tg_";
+export const SESSION_PREFIX = "tgs_";
+export const SESSION_COOKIE = "tg_session";
+
+export const UserRole = { member: "member", admin: "admin", approver: "approver" } as const;
+export type UserRole = (typeof UserRole)[keyof typeof UserRole];
+
+/** An authenticated caller. */
+export type Principal =
+  | { kind: "service_admin" }
+  | { kind: "api_key"; orgId: string; keyId: string; keyName: string; role: "client" | "admin" }
+  | { kind: "user"; orgId: string; email: string; roles: UserRole[]; sessionId: string };
+
+/** A label for audit records ("who decided"); never a secret. */
+export function principalLabel(p: Principal): string {
+  if (p.kind === "service_admin") return "service-admin";
+  if (p.kind === "api_key") return `api-key:${p.keyName}`;
+  return p.email;
+}
+
+/** Reads the bearer secret from the Authorization header or the session cookie. */
+export function bearerOf(req: FastifyRequest): string | null {
+  const h = req.headers.authorization;
+  if (h?.startsWith("Bearer ")) return h.slice(7).trim();
+  const cookie = (req as FastifyRequest & { cookies?: Record<string, string | undefined> }).cookies?.[SESSION_COOKIE];
+  return cookie ?? null;
+}
+
+/** Resolves a bearer secret to a principal; null when unknown, revoked or expired. */
+export async function authenticate(
+  q: Queryable,
+  secret: string,
+  adminToken: string,
+  nowMs: number,
+): Promise<Principal | null> {
+  if (secret.startsWith(SESSION_PREFIX)) {
+    const { rows } = await q.query(
+      "SELECT id, org_id, email, roles FROM user_sessions WHERE token_hash = $1 AND revoked_at IS NULL AND expires_at > $2",
+      [hashSecret(secret), new Date(nowMs)],
+    );
+    const s = rows[0];
+    return s ? { kind: "user", orgId: s.org_id, email: s.email, roles: s.roles, sessionId: s.id } : null;
+  }
+  if (secret.startsWith(API_KEY_PREFIX)) {
+    const { rows } = await q.query(
+      "SELECT id, org_id, name, role FROM api_keys WHERE key_hash = $1 AND revoked_at IS NULL",
+      [hashSecret(secret)],
+    );
+    const k = rows[0];
+    return k ? { kind: "api_key", orgId: k.org_id, keyId: k.id, keyName: k.name, role: k.role } : null;
+  }
+  return safeEqual(secret, adminToken) ? { kind: "service_admin" } : null;
+}
+
+/** Creates an API key; returns the plaintext once (spec: shown once, stored as a hash). */
+export async function createApiKey(
+  q: Queryable,
+  opts: { orgId: string; name: string; role: "client" | "admin"; nowMs: number },
+): Promise<{ key_id: string; api_key: string; prefix: string; name: string; role: string; created_at: string }> {
+  const apiKey = newSecret(API_KEY_PREFIX);
+  const id = randomUUID();
+  const prefix = apiKey.slice(0, 10);
+  const created = new Date(opts.nowMs);
+  await q.query(
+    "INSERT INTO api_keys (id, org_id, name, role, prefix, key_hash, created_at) VALUES ($1,$2,$3,$4,$5,$6,$7)",
+    [id, opts.orgId, opts.name, opts.role, prefix, hashSecret(apiKey), created],
+  );
+  return { key_id: id, api_key: apiKey, prefix, name: opts.name, role: opts.role, created_at: created.toISOString() };
+}
+
+/**
+ * Creates a dashboard user session for `email` in an organization with the roles of the
+ * membership table (the same code path OIDC sign-in uses). Returns the bearer secret once.
+ * @throws ApiError 403 when the user is not a member of the organization.
+ */
+export async function createUserSession(
+  q: Queryable,
+  opts: { orgId: string; email: string; clock: Clock; ttlSeconds?: number },
+): Promise<{ session_id: string; token: string; roles: UserRole[]; expires_at: string }> {
+  const { rows } = await q.query("SELECT roles, display_name FROM members WHERE org_id = $1 AND email = $2", [
+    opts.orgId,
+    opts.email.toLowerCase(),
+  ]);
+  const member = rows[0];
+  if (!member) throw forbidden("This user is not a member of the organization");
+  const token = newSecret(SESSION_PREFIX);
+  const id = randomUUID();
+  const now = opts.clock.nowMs();
+  const expires = new Date(now + (opts.ttlSeconds ?? 8 * 3600) * 1000);
+  await q.query(
+    "INSERT INTO user_sessions (id, token_hash, org_id, email, display_name, roles, created_at, expires_at) VALUES ($1,$2,$3,$4,$5,$6,$7,$8)",
+    [id, hashSecret(token), opts.orgId, opts.email.toLowerCase(), member.display_name, member.roles, new Date(now), expires],
+  );
+  return { session_id: id, token, roles: member.roles, expires_at: expires.toISOString() };
+}
+
+/** Role checks. Each throws 401/403 ApiError and returns the organization id in scope. */
+export const guard = {
+  /** Agents and sidecars: any API key, or an org admin. */
+  client(p: Principal | null): string {
+    if (!p) throw unauthorized();
+    if (p.kind === "api_key") return p.orgId;
+    if (p.kind === "user" && p.roles.includes("admin")) return p.orgId;
+    throw forbidden("An organization API key is required");
+  },
+  /** Organization members (any role), admin API keys. */
+  member(p: Principal | null): { orgId: string; isAdmin: boolean } {
+    if (!p) throw unauthorized();
+    if (p.kind === "user") return { orgId: p.orgId, isAdmin: p.roles.includes("admin") };
+    if (p.kind === "api_key" && p.role === "admin") return { orgId: p.orgId, isAdmin: true };
+    throw forbidden("A member session or admin API key is required");
+  },
+  /** Organization admins: admin users, admin API keys. */
+  admin(p: Principal | null): string {
+    if (!p) throw unauthorized();
+    if (p.kind === "user" && p.roles.includes("admin")) return p.orgId;
+    if (p.kind === "api_key" && p.role === "admin") return p.orgId;
+    throw forbidden("The admin role is required");
+  },
+  /** Approvers and admins decide approvals. */
+  approver(p: Principal | null): string {
+    if (!p) throw unauthorized();
+    if (p.kind === "user" && (p.roles.includes("approver") || p.roles.includes("admin"))) return p.orgId;
+    if (p.kind === "api_key" && p.role === "admin") return p.orgId;
+    throw forbidden("The approver or admin role is required");
+  },
+  /** The service admin token (operator/bootstrap). */
+  serviceAdmin(p: Principal | null): void {
+    if (!p) throw unauthorized();
+    if (p.kind !== "service_admin") throw forbidden("The service admin token is required");
+  },
+};

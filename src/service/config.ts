@@ -1,0 +1,156 @@
+/**
+ * Service configuration from environment variables and command-line flags, validated once at
+ * start-up with zod. Flags win over environment. Secrets are read from the environment or from
+ * files (never from flags, which show in `ps`).
+ */
+import { randomBytes } from "node:crypto";
+import { chmod, mkdir, readFile, writeFile } from "node:fs/promises";
+import path from "node:path";
+import { Command } from "commander";
+import { z } from "zod";
+
+const EnvSchema = z.object({
+  PORT: z.coerce.number().int().min(0).max(65535).default(8000),
+  HOST: z.string().min(1).default("127.0.0.1"),
+  TOLLGATE_DATA_DIR: z.string().min(1).default(".tollgate"),
+  DATABASE_URL: z.string().url().optional(),
+  DATABASE_POOL_MAX: z.coerce.number().int().min(1).max(200).default(10),
+  TOLLGATE_PUBLIC_URL: z.string().url().optional(),
+  TOLLGATE_MASTER_KEY: z.string().min(32).optional(),
+  TOLLGATE_MASTER_KEY_FILE: z.string().optional(),
+  TOLLGATE_ADMIN_TOKEN: z.string().min(32).optional(),
+  TOLLGATE_ADMIN_TOKEN_FILE: z.string().optional(),
+  TOLLGATE_SCHEDULER_INTERVAL_MS: z.coerce.number().int().min(50).max(60_000).default(1000),
+  LOG_LEVEL: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"),
+});
+
+/** Validated service configuration. `masterKey` and `adminToken` are secrets. */
+export interface ServiceConfig {
+  port: number;
+  host: string;
+  dataDir: string;
+  /** PostgreSQL connection string; undefined selects embedded PGlite in dataDir. */
+  databaseUrl?: string;
+  databasePoolMax: number;
+  publicUrl: string;
+  /** 32+ bytes; every service key (receipt HMAC, key sealing, link signing) derives from it. */
+  masterKey: Buffer;
+  /** Bearer token of the service operator (the Kubernetes operator, bootstrap). */
+  adminToken: string;
+  schedulerIntervalMs: number;
+  logLevel: string;
+}
+
+/** Thrown when configuration is invalid; `issues` name the variables. */
+export class ConfigError extends Error {
+  constructor(readonly issues: string[]) {
+    super(`Invalid configuration:\n  ${issues.join("\n  ")}`);
+    this.name = "ConfigError";
+  }
+}
+
+const help = `Environment:
+  PORT                         HTTP port (default 8000)
+  HOST                         bind address (default 127.0.0.1; use 0.0.0.0 in containers)
+  TOLLGATE_DATA_DIR            where embedded PGlite and generated dev secrets live (default .tollgate)
+  DATABASE_URL                 PostgreSQL URL; when unset, embedded PGlite is used
+  DATABASE_POOL_MAX            pg pool size (default 10)
+  TOLLGATE_PUBLIC_URL          base URL used in links (default http://localhost:PORT)
+  TOLLGATE_MASTER_KEY[_FILE]   32+ byte secret (hex or base64); generated into the data dir if unset
+  TOLLGATE_ADMIN_TOKEN[_FILE]  service admin bearer token; generated into the data dir if unset
+  TOLLGATE_SCHEDULER_INTERVAL_MS  durable job poll interval (default 1000)
+  LOG_LEVEL                    fatal|error|warn|info|debug|trace|silent (default info)`;
+
+/** Parses argv and env into a ServiceConfig; generates dev secrets into the data dir when absent. */
+export async function loadConfig(argv: string[], env: NodeJS.ProcessEnv): Promise<ServiceConfig> {
+  const program = new Command()
+    .name("tollgate-service")
+    .description("Tollgate governance service: chains, policy decisions, approvals and signed receipts.")
+    .option("-p, --port <port>", "HTTP port (env PORT)")
+    .option("--host <host>", "bind address (env HOST)")
+    .option("--data-dir <dir>", "data directory for PGlite and dev secrets (env TOLLGATE_DATA_DIR)")
+    .option("--log-level <level>", "log level (env LOG_LEVEL)")
+    .addHelpText("after", `\n${help}`)
+    .exitOverride()
+    .configureOutput({ writeErr: (s) => process.stderr.write(s) });
+  program.parse(argv, { from: "user" });
+  const flags = program.opts<{ port?: string; host?: string; dataDir?: string; logLevel?: string }>();
+  const parsed = EnvSchema.safeParse({
+    ...env,
+    ...(flags.port !== undefined && { PORT: flags.port }),
+    ...(flags.host !== undefined && { HOST: flags.host }),
+    ...(flags.dataDir !== undefined && { TOLLGATE_DATA_DIR: flags.dataDir }),
+    ...(flags.logLevel !== undefined && { LOG_LEVEL: flags.logLevel }),
+  });
+  if (!parsed.success) {
+    throw new ConfigError(parsed.error.issues.map((i) => `${i.path.join(".")}: ${i.message}`));
+  }
+  const e = parsed.data;
+  const dataDir = path.resolve(e.TOLLGATE_DATA_DIR);
+  const masterKeyText =
+    e.TOLLGATE_MASTER_KEY ??
+    (e.TOLLGATE_MASTER_KEY_FILE
+      ? (await readFile(e.TOLLGATE_MASTER_KEY_FILE, "utf8")).trim()
+      : await devSecret(dataDir, "master.key", () => randomBytes(32).toString("hex")));
+  const adminToken =
+    e.TOLLGATE_ADMIN_TOKEN ??
+    (e.TOLLGATE_ADMIN_TOKEN_FILE
+      ? (await readFile(e.TOLLGATE_ADMIN_TOKEN_FILE, "utf8")).trim()
+      : await devSecret(dataDir, "admin-token", () => `tga_${randomBytes(32).toString("base64url")}`));
+  const masterKey = decodeKey(masterKeyText);
+  if (masterKey.length < 32) throw new ConfigError(["TOLLGATE_MASTER_KEY: must decode to at least 32 bytes"]);
+  return {
+    port: e.PORT,
+    host: e.HOST,
+    dataDir,
+    databaseUrl: e.DATABASE_URL,
+    databasePoolMax: e.DATABASE_POOL_MAX,
+    publicUrl: (e.TOLLGATE_PUBLIC_URL ?? `http://localhost:${e.PORT}`).replace(/\/$/, ""),
+    masterKey,
+    adminToken,
+    schedulerIntervalMs: e.TOLLGATE_SCHEDULER_INTERVAL_MS,
+    logLevel: e.LOG_LEVEL,
+  };
+}
+
+/** The configuration as it may be printed: no secrets, the database URL without credentials. */
+export function describeConfig(c: ServiceConfig): Record<string, unknown> {
+  let database = "pglite (embedded)";
+  if (c.databaseUrl) {
+    const u = new URL(c.databaseUrl);
+    database = `postgresql://${u.host}${u.pathname}`;
+  }
+  return {
+    port: c.port,
+    host: c.host,
+    dataDir: c.dataDir,
+    database,
+    databasePoolMax: c.databasePoolMax,
+    publicUrl: c.publicUrl,
+    schedulerIntervalMs: c.schedulerIntervalMs,
+    logLevel: c.logLevel,
+    masterKey: "(set)",
+    adminToken: "(set)",
+  };
+}
+
+function decodeKey(text: string): Buffer {
+  if (/^[0-9a-f]+$/i.test(text) && text.length % 2 === 0) return Buffer.from(text, "hex");
+  return Buffer.from(text, "base64");
+}
+
+/** Reads a generated development secret from the data dir, creating it (mode 0600) if missing. */
+async function devSecret(dataDir: string, name: string, make: () => string): Promise<string> {
+  const file = path.join(dataDir, name);
+  try {
+    return (await readFile(file, "utf8")).trim();
+  } catch {
+    await mkdir(dataDir, { recursive: true });
+    const value = make();
+    await writeFile(file, `${value}\n`, { mode: 0o600, flag: "wx" }).catch(async (err) => {
+      if ((err as NodeJS.ErrnoException).code !== "EEXIST") throw err;
+    });
+    await chmod(file, 0o600);
+    return (await readFile(file, "utf8")).trim();
+  }
+}

@@ -1,0 +1,332 @@
+/**
+ * Chains and recorded actions (spec: "Chain", "Recorded action", "States and transitions").
+ * Recording evaluates the action with the pure policy engine and writes the event, the chain's
+ * counters and, on require_approval, the approval with its durable timers, in one transaction.
+ */
+import { randomUUID } from "node:crypto";
+import { z } from "zod";
+import { evaluate } from "../../policy/engine.js";
+import { mergePolicyConfig } from "../../policy/merge.js";
+import { sanitizePayload } from "../../policy/sanitize.js";
+import {
+  type Action,
+  ActionSchema,
+  type ActiveException,
+  type PolicyDecision,
+  PolicyConfigPatchSchema,
+} from "../../policy/schema.js";
+import type { Clock } from "../clock.js";
+import type { Database, Queryable } from "../db/pool.js";
+import { conflict, notFound } from "../errors.js";
+import { enqueueApprovalRequested, scheduleApprovalTimers } from "./approvals.js";
+import { type OrgConfigCache, orgById, orgState } from "./orgs.js";
+
+/** Chain status values (the spec names pending_approval; the rest are ours, see README). */
+export const ChainStatus = {
+  open: "open",
+  pending_approval: "pending_approval",
+  paused: "paused",
+  completed: "completed",
+  failed: "failed",
+} as const;
+export type ChainStatus = (typeof ChainStatus)[keyof typeof ChainStatus];
+
+/** Body of POST /v1/chains. */
+export const CreateChainSchema = z
+  .object({
+    name: z.string().min(1).max(200),
+    metadata: z.record(z.string(), z.unknown()).default({}),
+    policy_config: PolicyConfigPatchSchema.default({}),
+    environment: z.string().min(1).max(63).optional(),
+  })
+  .strict();
+export type CreateChain = z.infer<typeof CreateChainSchema>;
+
+/** Body of POST /v1/chains/{chain_id}/actions (spec: "Recorded action"). */
+export const RecordActionSchema = ActionSchema;
+
+/** Server-side sanitization limits (spec: "Limits", payload sanitization defaults). */
+export const MAX_PAYLOAD_STRING_LENGTH = 1000;
+
+/** A chain row. */
+export interface ChainRow {
+  id: string;
+  org_id: string;
+  name: string;
+  metadata: Record<string, unknown>;
+  policy_config: Record<string, unknown>;
+  environment: string;
+  status: ChainStatus;
+  failure: { mode: string; message: string } | null;
+  started_at: Date;
+  completed_at: Date | null;
+  event_count: number;
+  total_tokens: number;
+  financial_exposure_usd: number;
+  external_comm_agents: string[];
+  external_communications_count: number;
+  records_modified_count: number;
+  domains_contacted: string[];
+  estimated_cost_usd: number;
+  receipt_id: string | null;
+}
+
+/** The chain as the API returns it. */
+export function chainView(c: ChainRow) {
+  return {
+    chain_id: c.id,
+    name: c.name,
+    metadata: c.metadata,
+    policy_config: c.policy_config,
+    environment: c.environment,
+    status: c.status,
+    failure: c.failure,
+    started_at: new Date(c.started_at).toISOString(),
+    completed_at: c.completed_at ? new Date(c.completed_at).toISOString() : null,
+    total_actions: c.event_count,
+    cumulative_metrics: cumulativeMetrics(c),
+    receipt_id: c.receipt_id,
+  };
+}
+
+/** The receipt's cumulative_metrics of a chain (USD amounts, counts, domain names). */
+export const cumulativeMetrics = (c: ChainRow) => ({
+  financial_exposure_usd: round6(c.financial_exposure_usd),
+  external_communications_count: c.external_communications_count,
+  records_modified_count: c.records_modified_count,
+  external_domains_contacted: [...c.domains_contacted].sort(),
+  estimated_cost_usd: round6(c.estimated_cost_usd),
+});
+
+const round6 = (n: number) => Math.round(n * 1e6) / 1e6;
+
+/** Creates a chain for an organization (spec: entering the chain context). */
+export async function createChain(
+  db: Database,
+  opts: { orgId: string; body: CreateChain; createdBy: string; clock: Clock },
+): Promise<ReturnType<typeof chainView>> {
+  const org = await orgById(db, opts.orgId);
+  const id = randomUUID();
+  const { rows } = await db.query<ChainRow>(
+    `INSERT INTO chains (id, org_id, name, metadata, policy_config, environment, status, started_at, created_by)
+     VALUES ($1,$2,$3,$4,$5,$6,'open',$7,$8) RETURNING *`,
+    [
+      id,
+      org.id,
+      opts.body.name,
+      opts.body.metadata,
+      opts.body.policy_config,
+      opts.body.environment ?? org.environment,
+      new Date(opts.clock.nowMs()),
+      opts.createdBy,
+    ],
+  );
+  return chainView(rows[0]!);
+}
+
+/** Loads a chain of an organization; 404 when it does not exist or belongs to another. */
+export async function getChain(q: Queryable, orgId: string, chainId: string, forUpdate = false): Promise<ChainRow> {
+  const { rows } = await q.query<ChainRow>(
+    `SELECT * FROM chains WHERE id = $1 AND org_id = $2${forUpdate ? " FOR UPDATE" : ""}`,
+    [chainId, orgId],
+  );
+  if (!rows[0]) throw notFound("Chain");
+  return rows[0];
+}
+
+/** The recording response: the PolicyDecision plus where it was recorded. */
+export type RecordResult = PolicyDecision & {
+  event_id: string;
+  chain_id: string;
+  sequence: number;
+  category: string;
+  approval_id: string | null;
+  approval_expires_at: string | null;
+  exception_id: string | null;
+  chain_status: ChainStatus;
+};
+
+/**
+ * Records one action into an open chain and returns the backend's decision.
+ * @throws ApiError 404 unknown chain; 409 TG_ERR_CHAIN_COMPLETED (sealed chain),
+ *   TG_ERR_APPROVAL_PENDING (an earlier action still awaits approval), TG_ERR_CHAIN_PAUSED
+ *   (auto-paused chain).
+ */
+export async function recordAction(
+  db: Database,
+  opts: { orgId: string; chainId: string; action: Action; clock: Clock; configs: OrgConfigCache },
+): Promise<RecordResult> {
+  const nowMs = opts.clock.nowMs();
+  const { payload } = sanitizePayload(opts.action.payload ?? {}, { maxStringLength: MAX_PAYLOAD_STRING_LENGTH });
+  const action: Action = { ...opts.action, payload };
+  return db.tx(async (q) => {
+    const chain = await getChain(q, opts.orgId, opts.chainId, true);
+    assertAcceptsActions(chain);
+    const org = await orgById(q, opts.orgId);
+    const compiled = await opts.configs.get(q, org);
+    const config = mergePolicyConfig(compiled.config, PolicyConfigPatchSchema.parse(chain.policy_config as never));
+    const input = {
+      config,
+      org: orgState(org),
+      chain: {
+        started_at_ms: new Date(chain.started_at).getTime(),
+        event_count: chain.event_count,
+        total_tokens: chain.total_tokens,
+        financial_exposure_usd: chain.financial_exposure_usd,
+        agents_with_external_communication: chain.external_comm_agents,
+      },
+      action,
+      exceptions: [] as ActiveException[],
+      nowMs,
+    };
+    let ev = evaluate(input);
+    if (ev.decision.policy_decision === "require_approval" || ev.decision.shadow_decision === "require_approval") {
+      input.exceptions = await activeExceptions(q, org.id, action, nowMs);
+      if (input.exceptions.length) ev = evaluate(input);
+    }
+    const decision = ev.decision;
+    const outcome = decision.policy_decision;
+    const allowed = outcome === "allow" || outcome === "allow_with_flag";
+    const eventId = randomUUID();
+    const sequence = chain.event_count + 1;
+    const approvalId = outcome === "require_approval" ? randomUUID() : null;
+    await q.query(
+      `INSERT INTO chain_events (id, chain_id, org_id, sequence, agent_name, parent_agent_name, action_type, action_name,
+         payload, category, facts, decision, triggers, exception_id, approval_id, recorded_at)
+       VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13,$14,$15,$16)`,
+      [
+        eventId,
+        chain.id,
+        org.id,
+        sequence,
+        action.agent_name,
+        action.parent_agent_name ?? null,
+        action.action_type,
+        action.action_name,
+        action.payload,
+        ev.category,
+        { ...ev.facts, metrics_delta: ev.metrics_delta, exception_scope: ev.exception_scope },
+        decision,
+        JSON.stringify(ev.triggers),
+        ev.exception_id,
+        approvalId,
+        new Date(nowMs),
+      ],
+    );
+    const status: ChainStatus = decision.auto_paused
+      ? "paused"
+      : outcome === "require_approval"
+        ? "pending_approval"
+        : chain.status;
+    const d = ev.metrics_delta;
+    await q.query(
+      `UPDATE chains SET event_count = $2, total_tokens = total_tokens + $3, estimated_cost_usd = estimated_cost_usd + $4,
+         status = $5 ${allowed ? `, ${metricsUpdateSql(6)}` : ""} WHERE id = $1`,
+      [
+        chain.id,
+        sequence,
+        d.tokens,
+        d.estimated_cost_usd,
+        status,
+        ...(allowed ? metricsUpdateValues(d, action.agent_name) : []),
+      ],
+    );
+    let expiresAt: string | null = null;
+    if (approvalId) {
+      const timeoutMs = org.approval_timeout_hours * 3600_000;
+      expiresAt = new Date(nowMs + timeoutMs).toISOString();
+      await q.query(
+        `INSERT INTO approvals (id, org_id, chain_id, event_id, status, requested_at, expires_at, escalate_at, requested_decision)
+         VALUES ($1,$2,$3,$4,'pending',$5,$6,$7,$8)`,
+        [approvalId, org.id, chain.id, eventId, new Date(nowMs), new Date(nowMs + timeoutMs), new Date(nowMs + timeoutMs / 2), decision],
+      );
+      await scheduleApprovalTimers(q, { approvalId, nowMs, timeoutMs });
+      await enqueueApprovalRequested(q, { orgId: org.id, approvalId, nowMs, extraRecipients: ev.category === "financial" ? config.financial_notify : [] });
+    }
+    return {
+      ...decision,
+      event_id: eventId,
+      chain_id: chain.id,
+      sequence,
+      category: ev.category,
+      approval_id: approvalId,
+      approval_expires_at: expiresAt,
+      exception_id: ev.exception_id,
+      chain_status: status,
+    };
+  });
+}
+
+/** SQL fragment that adds an allowed action's metrics to the chain, parameters $first..$first+4. */
+export const metricsUpdateSql = (first: number): string => {
+  const [fin, ext, rec, dom, agent] = [0, 1, 2, 3, 4].map((i) => `$${first + i}`);
+  return `financial_exposure_usd = financial_exposure_usd + ${fin},
+  external_communications_count = external_communications_count + ${ext},
+  records_modified_count = records_modified_count + ${rec},
+  domains_contacted = ARRAY(SELECT DISTINCT unnest(domains_contacted || ${dom}::text[])),
+  external_comm_agents = CASE WHEN ${ext} > 0 AND NOT (${agent} = ANY(external_comm_agents))
+    THEN array_append(external_comm_agents, ${agent}::text) ELSE external_comm_agents END`;
+};
+
+/** Values for metricsUpdateSql, in order. */
+export const metricsUpdateValues = (
+  d: { financial_exposure_usd: number; external_communications: number; records_modified: number; domains: string[] },
+  agentName: string,
+) => [d.financial_exposure_usd, d.external_communications, d.records_modified, d.domains, agentName];
+
+function assertAcceptsActions(chain: ChainRow): void {
+  if (chain.status === "completed" || chain.status === "failed") {
+    throw conflict("TG_ERR_CHAIN_COMPLETED", "The chain is completed and accepts no further actions", {
+      chain_id: chain.id,
+      status: chain.status,
+    });
+  }
+  if (chain.status === "pending_approval") {
+    throw conflict("TG_ERR_APPROVAL_PENDING", "An earlier action of this chain is waiting for approval", {
+      chain_id: chain.id,
+    });
+  }
+  if (chain.status === "paused") {
+    throw conflict("TG_ERR_CHAIN_PAUSED", "The chain was auto-paused by a runaway limit", { chain_id: chain.id });
+  }
+}
+
+/** Active exceptions matching the action's agent and action type (domain is matched by the engine). */
+async function activeExceptions(q: Queryable, orgId: string, action: Action, nowMs: number): Promise<ActiveException[]> {
+  const { rows } = await q.query(
+    `SELECT id, agent_name, action_type, destination_domain, expires_at FROM exceptions
+     WHERE org_id = $1 AND agent_name = $2 AND action_type = $3 AND expires_at > $4 AND revoked_at IS NULL`,
+    [orgId, action.agent_name, action.action_type, new Date(nowMs)],
+  );
+  return rows.map((r) => ({
+    exception_id: r.id,
+    agent_name: r.agent_name,
+    action_type: r.action_type,
+    destination_domain: r.destination_domain,
+    expires_at_ms: new Date(r.expires_at).getTime(),
+  }));
+}
+
+/** Events of a chain in order, as the API returns them. */
+export async function chainEvents(q: Queryable, chainId: string) {
+  const { rows } = await q.query(
+    `SELECT id, sequence, agent_name, parent_agent_name, action_type, action_name, payload, category, decision,
+       exception_id, approval_id, recorded_at, outcome FROM chain_events WHERE chain_id = $1 ORDER BY sequence`,
+    [chainId],
+  );
+  return rows.map((r) => ({
+    event_id: r.id,
+    sequence: r.sequence,
+    agent_name: r.agent_name,
+    parent_agent_name: r.parent_agent_name,
+    action_type: r.action_type,
+    action_name: r.action_name,
+    payload: r.payload,
+    category: r.category,
+    decision: r.decision as PolicyDecision,
+    exception_id: r.exception_id,
+    approval_id: r.approval_id,
+    recorded_at: new Date(r.recorded_at).toISOString(),
+    outcome: r.outcome,
+  }));
+}

@@ -1,0 +1,371 @@
+/**
+ * Organizations and their configuration: the admin API's idempotent upserts (keyed by name,
+ * answering with a content version), kill switch and pause, membership, and the effective
+ * policy configuration an action is evaluated against.
+ */
+import { createHash, randomUUID } from "node:crypto";
+import { z } from "zod";
+import { combinePolicies, mergePolicyConfig } from "../../policy/merge.js";
+import {
+  EvaluationModeSchema,
+  type OrgState,
+  type PolicyConfig,
+  PolicyConfigPatchSchema,
+  PolicyConfigSchema,
+  RunawayLimitsSchema,
+} from "../../policy/schema.js";
+import type { Database, Queryable } from "../db/pool.js";
+import { notFound } from "../errors.js";
+
+const slug = z
+  .string()
+  .min(1)
+  .max(63)
+  .regex(/^[a-z0-9]([a-z0-9-]*[a-z0-9])?$/, "must be lowercase letters, digits and hyphens");
+export const SlugSchema = slug;
+export const NameSchema = z
+  .string()
+  .min(1)
+  .max(253)
+  .regex(/^[a-z0-9]([a-z0-9.-]*[a-z0-9])?$/, "must be a lowercase DNS-style name");
+
+const toggle = z
+  .object({ active: z.boolean(), reason: z.string().max(1000).nullable().optional() })
+  .strict();
+
+/** Body of PUT /v1/admin/organizations/{slug} (also the Organization CRD spec, in snake_case). */
+export const OrganizationSpecSchema = z
+  .object({
+    display_name: z.string().max(200).optional(),
+    environment: z.string().min(1).max(63).default("production"),
+    kill_switch: toggle.default({ active: false }),
+    pause: toggle.default({ active: false }),
+    approval_timeout_hours: z.number().positive().max(8760).default(24),
+    evaluation_mode: EvaluationModeSchema.default("enforce"),
+    runaway_limits: RunawayLimitsSchema.partial().optional(),
+    managed_by: z.string().max(200).optional(),
+  })
+  .strict();
+export type OrganizationSpec = z.infer<typeof OrganizationSpecSchema>;
+
+/** Body of PUT /v1/admin/organizations/{slug}/policies/{name} (GovernancePolicy spec). */
+export const PolicySpecSchema = z
+  .object({
+    policy_version: z.string().min(1).max(100).optional(),
+    config: PolicyConfigPatchSchema,
+    managed_by: z.string().max(200).optional(),
+  })
+  .strict();
+export type PolicySpec = z.infer<typeof PolicySpecSchema>;
+
+/** Body of PUT /v1/admin/organizations/{slug}/approver-teams/{name} (ApproverTeam spec). */
+export const ApproverTeamSpecSchema = z
+  .object({
+    approvers: z
+      .array(
+        z
+          .object({
+            email: z.string().email(),
+            role: z.enum(["approver", "admin"]).default("approver"),
+            name: z.string().max(200).optional(),
+          })
+          .strict(),
+      )
+      .default([]),
+    fallback_approvers: z.array(z.string().email()).default([]),
+    managed_by: z.string().max(200).optional(),
+  })
+  .strict();
+export type ApproverTeamSpec = z.infer<typeof ApproverTeamSpecSchema>;
+
+/** An organization row as the service uses it. */
+export interface Organization {
+  id: string;
+  slug: string;
+  display_name: string | null;
+  environment: string;
+  kill_switch_active: boolean;
+  kill_switch_reason: string | null;
+  paused: boolean;
+  pause_reason: string | null;
+  approval_timeout_hours: number;
+  settings: { evaluation_mode?: "enforce" | "shadow"; runaway_limits?: Record<string, number> };
+  config_version: string;
+  managed_by: string | null;
+}
+
+const contentHash = (value: unknown): string =>
+  createHash("sha256").update(JSON.stringify(value)).digest("hex").slice(0, 16);
+
+/** Organization by slug; throws 404 ApiError when missing. */
+export async function orgBySlug(q: Queryable, s: string): Promise<Organization> {
+  const { rows } = await q.query<Organization>("SELECT * FROM organizations WHERE slug = $1", [s]);
+  if (!rows[0]) throw notFound("Organization");
+  return rows[0];
+}
+
+/** Organization by id; throws 404 ApiError when missing. */
+export async function orgById(q: Queryable, id: string): Promise<Organization> {
+  const { rows } = await q.query<Organization>("SELECT * FROM organizations WHERE id = $1", [id]);
+  if (!rows[0]) throw notFound("Organization");
+  return rows[0];
+}
+
+/** The view of an organization the admin API returns. */
+export function orgView(o: Organization) {
+  return {
+    organization: o.slug,
+    display_name: o.display_name,
+    environment: o.environment,
+    kill_switch: { active: o.kill_switch_active, reason: o.kill_switch_reason },
+    pause: { active: o.paused, reason: o.pause_reason },
+    approval_timeout_hours: o.approval_timeout_hours,
+    evaluation_mode: o.settings.evaluation_mode ?? "enforce",
+    runaway_limits: RunawayLimitsSchema.parse(o.settings.runaway_limits ?? {}),
+    managed_by: o.managed_by,
+    version: o.config_version,
+  };
+}
+
+/** Recomputes config_version from the organization, its policies and teams. */
+async function refreshVersion(q: Queryable, orgId: string, nowMs: number): Promise<string> {
+  const org = await q.query(
+    "SELECT environment, kill_switch_active, kill_switch_reason, paused, pause_reason, approval_timeout_hours, settings FROM organizations WHERE id = $1",
+    [orgId],
+  );
+  const pol = await q.query("SELECT name, version FROM policies WHERE org_id = $1 ORDER BY name", [orgId]);
+  const teams = await q.query("SELECT name, version FROM approver_teams WHERE org_id = $1 ORDER BY name", [orgId]);
+  const version = contentHash([org.rows[0]!, pol.rows, teams.rows]);
+  await q.query("UPDATE organizations SET config_version = $2, updated_at = $3 WHERE id = $1", [
+    orgId,
+    version,
+    new Date(nowMs),
+  ]);
+  return version;
+}
+
+/** Creates or replaces an organization (idempotent). Returns its view and whether it was created. */
+export async function upsertOrganization(db: Database, s: string, spec: OrganizationSpec, nowMs: number) {
+  return db.tx(async (q) => {
+    const settings = {
+      evaluation_mode: spec.evaluation_mode,
+      ...(spec.runaway_limits && { runaway_limits: spec.runaway_limits }),
+    };
+    const now = new Date(nowMs);
+    const { rows } = await q.query(
+      `INSERT INTO organizations (id, slug, display_name, environment, kill_switch_active, kill_switch_reason, paused,
+         pause_reason, approval_timeout_hours, settings, config_version, managed_by, created_at, updated_at)
+       VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,'',$11,$12,$12)
+       ON CONFLICT (slug) DO UPDATE SET display_name = EXCLUDED.display_name, environment = EXCLUDED.environment,
+         kill_switch_active = EXCLUDED.kill_switch_active, kill_switch_reason = EXCLUDED.kill_switch_reason,
+         paused = EXCLUDED.paused, pause_reason = EXCLUDED.pause_reason,
+         approval_timeout_hours = EXCLUDED.approval_timeout_hours, settings = EXCLUDED.settings,
+         managed_by = EXCLUDED.managed_by
+       RETURNING id, (xmax = 0) AS created`,
+      [
+        randomUUID(),
+        s,
+        spec.display_name ?? null,
+        spec.environment,
+        spec.kill_switch.active,
+        spec.kill_switch.active ? (spec.kill_switch.reason ?? null) : null,
+        spec.pause.active,
+        spec.pause.active ? (spec.pause.reason ?? null) : null,
+        spec.approval_timeout_hours,
+        settings,
+        spec.managed_by ?? null,
+        now,
+      ],
+    );
+    const row = rows[0]!;
+    await refreshVersion(q, row.id, nowMs);
+    return { created: row.created as boolean, ...orgView(await orgById(q, row.id)) };
+  });
+}
+
+/** Sets the kill switch or the pause of an organization; returns the new view. */
+export async function setOrgToggle(
+  db: Database,
+  s: string,
+  which: "kill_switch" | "pause",
+  value: { active: boolean; reason?: string | null },
+  nowMs: number,
+) {
+  return db.tx(async (q) => {
+    const org = await orgBySlug(q, s);
+    const reason = value.active ? (value.reason ?? null) : null;
+    if (which === "kill_switch") {
+      await q.query("UPDATE organizations SET kill_switch_active = $2, kill_switch_reason = $3 WHERE id = $1", [
+        org.id,
+        value.active,
+        reason,
+      ]);
+    } else {
+      await q.query("UPDATE organizations SET paused = $2, pause_reason = $3 WHERE id = $1", [org.id, value.active, reason]);
+    }
+    await refreshVersion(q, org.id, nowMs);
+    return orgView(await orgById(q, org.id));
+  });
+}
+
+/** Deletes an organization and everything it owns. Idempotent: a missing one is not an error. */
+export async function deleteOrganization(db: Database, s: string): Promise<{ deleted: boolean }> {
+  const { rowCount } = await db.query("DELETE FROM organizations WHERE slug = $1", [s]);
+  return { deleted: (rowCount ?? 0) > 0 };
+}
+
+/** Creates or replaces a named policy of an organization (idempotent). */
+export async function upsertPolicy(db: Database, s: string, name: string, spec: PolicySpec, nowMs: number) {
+  return db.tx(async (q) => {
+    const org = await orgBySlug(q, s);
+    const version = contentHash([spec.config, spec.policy_version ?? null]);
+    await q.query(
+      `INSERT INTO policies (org_id, name, config, policy_version, version, managed_by, updated_at)
+       VALUES ($1,$2,$3,$4,$5,$6,$7)
+       ON CONFLICT (org_id, name) DO UPDATE SET config = EXCLUDED.config, policy_version = EXCLUDED.policy_version,
+         version = EXCLUDED.version, managed_by = EXCLUDED.managed_by, updated_at = EXCLUDED.updated_at`,
+      [org.id, name, spec.config, spec.policy_version ?? null, version, spec.managed_by ?? null, new Date(nowMs)],
+    );
+    const orgVersion = await refreshVersion(q, org.id, nowMs);
+    return { organization: s, name, version, policy_version: spec.policy_version ?? null, organization_version: orgVersion };
+  });
+}
+
+/** Deletes a named policy. Idempotent. */
+export async function deletePolicy(db: Database, s: string, name: string, nowMs: number) {
+  return db.tx(async (q) => {
+    const org = await orgBySlug(q, s);
+    const { rowCount } = await q.query("DELETE FROM policies WHERE org_id = $1 AND name = $2", [org.id, name]);
+    await refreshVersion(q, org.id, nowMs);
+    return { deleted: (rowCount ?? 0) > 0 };
+  });
+}
+
+/** Lists the policies of an organization. */
+export async function listPolicies(q: Queryable, orgId: string) {
+  const { rows } = await q.query(
+    "SELECT name, config, policy_version, version, managed_by, updated_at FROM policies WHERE org_id = $1 ORDER BY name",
+    [orgId],
+  );
+  return rows.map((r) => ({
+    name: r.name as string,
+    config: r.config as Record<string, unknown>,
+    policy_version: r.policy_version as string | null,
+    version: r.version as string,
+    managed_by: r.managed_by as string | null,
+    updated_at: new Date(r.updated_at).toISOString(),
+  }));
+}
+
+/** Creates or replaces a named approver team (idempotent). */
+export async function upsertApproverTeam(db: Database, s: string, name: string, spec: ApproverTeamSpec, nowMs: number) {
+  return db.tx(async (q) => {
+    const org = await orgBySlug(q, s);
+    const approvers = spec.approvers.map((a) => ({ ...a, email: a.email.toLowerCase() }));
+    const fallback = spec.fallback_approvers.map((e) => e.toLowerCase());
+    const version = contentHash([approvers, fallback]);
+    await q.query(
+      `INSERT INTO approver_teams (org_id, name, approvers, fallback_approvers, version, managed_by, updated_at)
+       VALUES ($1,$2,$3,$4,$5,$6,$7)
+       ON CONFLICT (org_id, name) DO UPDATE SET approvers = EXCLUDED.approvers,
+         fallback_approvers = EXCLUDED.fallback_approvers, version = EXCLUDED.version,
+         managed_by = EXCLUDED.managed_by, updated_at = EXCLUDED.updated_at`,
+      [org.id, name, JSON.stringify(approvers), JSON.stringify(fallback), version, spec.managed_by ?? null, new Date(nowMs)],
+    );
+    const orgVersion = await refreshVersion(q, org.id, nowMs);
+    return { organization: s, name, version, organization_version: orgVersion };
+  });
+}
+
+/** Deletes a named approver team. Idempotent. */
+export async function deleteApproverTeam(db: Database, s: string, name: string, nowMs: number) {
+  return db.tx(async (q) => {
+    const org = await orgBySlug(q, s);
+    const { rowCount } = await q.query("DELETE FROM approver_teams WHERE org_id = $1 AND name = $2", [org.id, name]);
+    await refreshVersion(q, org.id, nowMs);
+    return { deleted: (rowCount ?? 0) > 0 };
+  });
+}
+
+/** Lists approver teams of an organization. */
+export async function listApproverTeams(q: Queryable, orgId: string) {
+  const { rows } = await q.query(
+    "SELECT name, approvers, fallback_approvers, version, managed_by FROM approver_teams WHERE org_id = $1 ORDER BY name",
+    [orgId],
+  );
+  return rows;
+}
+
+/** Approver and fallback approver e-mail addresses of an organization, deduplicated. */
+export async function approverRecipients(q: Queryable, orgId: string): Promise<{ approvers: string[]; fallback: string[] }> {
+  const teams = await listApproverTeams(q, orgId);
+  const { rows } = await q.query(
+    "SELECT email FROM members WHERE org_id = $1 AND 'approver' = ANY(roles) ORDER BY email",
+    [orgId],
+  );
+  const approvers = new Set<string>(rows.map((r) => r.email));
+  const fallback = new Set<string>();
+  for (const t of teams) {
+    for (const a of t.approvers as { email: string }[]) approvers.add(a.email);
+    for (const f of t.fallback_approvers as string[]) fallback.add(f);
+  }
+  return { approvers: [...approvers], fallback: [...fallback].filter((f) => !approvers.has(f)) };
+}
+
+/** Creates or replaces a dashboard membership with roles (member, admin, approver). */
+export async function upsertMember(
+  db: Database,
+  s: string,
+  email: string,
+  body: { roles: string[]; display_name?: string },
+  nowMs: number,
+) {
+  const org = await orgBySlug(db, s);
+  await db.query(
+    `INSERT INTO members (org_id, email, display_name, roles, created_at) VALUES ($1,$2,$3,$4,$5)
+     ON CONFLICT (org_id, email) DO UPDATE SET roles = EXCLUDED.roles, display_name = EXCLUDED.display_name`,
+    [org.id, email.toLowerCase(), body.display_name ?? null, body.roles, new Date(nowMs)],
+  );
+  return { organization: s, email: email.toLowerCase(), roles: body.roles };
+}
+
+/** Organization state the engine needs besides the configuration. */
+export const orgState = (o: Organization): OrgState => ({
+  kill_switch: { active: o.kill_switch_active, reason: o.kill_switch_reason },
+  pause: { active: o.paused, reason: o.pause_reason },
+});
+
+interface CompiledOrgConfig {
+  version: string;
+  config: PolicyConfig;
+  policyVersion: string;
+}
+
+/**
+ * Caches each organization's effective configuration (defaults ← combined policies ← org
+ * settings) by config_version, so the hot path reads policies only after a change.
+ */
+export class OrgConfigCache {
+  private readonly cache = new Map<string, CompiledOrgConfig>();
+
+  /** The organization's effective configuration and its policy_version label. */
+  async get(q: Queryable, org: Organization): Promise<CompiledOrgConfig> {
+    const hit = this.cache.get(org.id);
+    if (hit && hit.version === org.config_version) return hit;
+    const rows = await listPolicies(q, org.id);
+    const combined = combinePolicies(rows.map((r) => ({ name: r.name, config: PolicyConfigPatchSchema.parse(r.config) })));
+    const orgOverride = {
+      evaluation_mode: org.settings.evaluation_mode ?? "enforce",
+      ...(org.settings.runaway_limits && { runaway_limits: RunawayLimitsSchema.parse(org.settings.runaway_limits) }),
+    };
+    const config = mergePolicyConfig(PolicyConfigSchema.parse({}), combined, orgOverride);
+    const labels = rows.map((r) => `${r.name}@${r.policy_version ?? r.version}`);
+    const compiled = {
+      version: org.config_version,
+      config,
+      policyVersion: `${labels.length ? labels.join("+") : "defaults"}#${org.config_version.slice(0, 12)}`,
+    };
+    this.cache.set(org.id, compiled);
+    return compiled;
+  }
+}

@@ -1,0 +1,217 @@
+/**
+ * Chain completion and receipts (spec: "Receipt", signing and chaining rules). The receipt is
+ * built from the stored chain, signed (HMAC-SHA256 with the service-only key, plus an Ed25519
+ * attestation for offline verification), and appended to the organization's hash chain under
+ * the organization's row lock, so concurrent completions never fork the chain or skip a number.
+ */
+import { randomUUID } from "node:crypto";
+import { z } from "zod";
+import { canonicalJson } from "../../receipts/canonical.js";
+import { formatReceiptNumber } from "../../receipts/number.js";
+import type { ReceiptApproval, ReceiptBody, ReceiptEvent, SignedReceipt } from "../../receipts/schema.js";
+import { receiptHash, signReceipt } from "../../receipts/sign.js";
+import type { Clock } from "../clock.js";
+import type { Database, Queryable } from "../db/pool.js";
+import { conflict, notFound } from "../errors.js";
+import { cancelPendingApprovals } from "./approvals.js";
+import { type ChainRow, cumulativeMetrics, getChain } from "./chains.js";
+import type { SigningKeys } from "./keys.js";
+import type { OrgConfigCache } from "./orgs.js";
+import { orgById } from "./orgs.js";
+
+/** Body of POST /v1/chains/{chain_id}/complete: normal completion, or the failure that ended it. */
+export const CompleteChainSchema = z
+  .object({
+    failure: z
+      .object({
+        mode: z.string().min(1).max(200),
+        message: z.string().max(2000).default(""),
+      })
+      .strict()
+      .nullable()
+      .optional(),
+  })
+  .strict()
+  .default({});
+export type CompleteChain = z.infer<typeof CompleteChainSchema>;
+
+/**
+ * Seals a chain and issues its receipt (spec: "Exit chain context").
+ * @throws ApiError 404 unknown chain; 409 TG_ERR_CHAIN_COMPLETED when already sealed (details
+ *   carry the existing receipt_id).
+ */
+export async function completeChain(
+  db: Database,
+  opts: {
+    orgId: string;
+    chainId: string;
+    body: CompleteChain;
+    clock: Clock;
+    hmacKey: Buffer;
+    keys: SigningKeys;
+    configs: OrgConfigCache;
+  },
+) {
+  const signingKey = await opts.keys.active("receipt");
+  return db.tx(async (q) => {
+    const chain = await getChain(q, opts.orgId, opts.chainId, true);
+    if (chain.status === "completed" || chain.status === "failed") {
+      throw conflict("TG_ERR_CHAIN_COMPLETED", "The chain is already completed", {
+        chain_id: chain.id,
+        receipt_id: chain.receipt_id,
+      });
+    }
+    const nowMs = Math.max(opts.clock.nowMs(), new Date(chain.started_at).getTime());
+    await cancelPendingApprovals(q, chain.id, nowMs);
+    const failure = opts.body.failure ?? null;
+    const status = failure ? "failed" : "completed";
+    // The per-organization lock: every append of this organization waits here.
+    const { rows: orgRows } = await q.query(
+      "SELECT receipt_seq, last_receipt_hash FROM organizations WHERE id = $1 FOR UPDATE",
+      [opts.orgId],
+    );
+    const org = await orgById(q, opts.orgId);
+    const { policyVersion } = await opts.configs.get(q, org);
+    const lock = orgRows[0]!;
+    const sequence = Number(lock.receipt_seq) + 1;
+    const receiptId = randomUUID();
+    const events = await receiptEvents(q, chain.id);
+    const approvals = await receiptApprovals(q, chain.id);
+    const body: ReceiptBody = {
+      receipt_id: receiptId,
+      receipt_number: formatReceiptNumber(new Date(nowMs).getUTCFullYear(), sequence),
+      chain_id: chain.id,
+      organization: org.slug,
+      chain_name: chain.name,
+      environment: chain.environment,
+      metadata: chain.metadata as ReceiptBody["metadata"],
+      status,
+      failure: failure ? { mode: failure.mode, message: failure.message } : null,
+      summary: summarize(chain, events, approvals, status, failure?.mode),
+      started_at: new Date(chain.started_at).toISOString(),
+      completed_at: new Date(nowMs).toISOString(),
+      agents_involved: [...new Set(events.map((e) => e.agent_name))].sort(),
+      total_actions: events.length,
+      cumulative_metrics: cumulativeMetrics(chain),
+      approvals,
+      events_summary: events,
+      policy_version: policyVersion,
+      previous_receipt_hash: lock.last_receipt_hash ?? null,
+    };
+    const signed = signReceipt(body, {
+      hmacKey: opts.hmacKey,
+      ed25519: { kid: signingKey.kid, privateKey: signingKey.privateKey },
+    });
+    const hash = receiptHash(signed);
+    await q.query(
+      `INSERT INTO receipts (id, org_id, chain_id, sequence, receipt_number, body, receipt_hash, created_at)
+       VALUES ($1,$2,$3,$4,$5,$6,$7,$8)`,
+      [receiptId, opts.orgId, chain.id, sequence, body.receipt_number, canonicalJson(signed), hash, new Date(nowMs)],
+    );
+    await q.query("UPDATE organizations SET receipt_seq = $2, last_receipt_hash = $3 WHERE id = $1", [
+      opts.orgId,
+      sequence,
+      hash,
+    ]);
+    await q.query("UPDATE chains SET status = $2, failure = $3, completed_at = $4, receipt_id = $5 WHERE id = $1", [
+      chain.id,
+      status,
+      failure,
+      new Date(nowMs),
+      receiptId,
+    ]);
+    return { chain_id: chain.id, status, receipt_id: receiptId, receipt_number: body.receipt_number };
+  });
+}
+
+function summarize(
+  chain: ChainRow,
+  events: ReceiptEvent[],
+  approvals: ReceiptApproval[],
+  status: string,
+  failureMode?: string,
+): string {
+  const count = (d: string) => events.filter((e) => e.policy_decision === d).length;
+  const agents = new Set(events.map((e) => e.agent_name)).size;
+  const parts = [
+    `Chain "${chain.name}" ${status === "failed" ? `failed (${failureMode})` : "completed"}`,
+    `${events.length} action${events.length === 1 ? "" : "s"} by ${agents} agent${agents === 1 ? "" : "s"}`,
+    `${count("allow") + count("allow_with_flag")} allowed (${count("allow_with_flag")} flagged), ${count("deny")} denied`,
+    `${approvals.length} approval decision${approvals.length === 1 ? "" : "s"}`,
+  ];
+  return `${parts.join("; ")}.`;
+}
+
+async function receiptEvents(q: Queryable, chainId: string): Promise<ReceiptEvent[]> {
+  const { rows } = await q.query(
+    `SELECT id, sequence, agent_name, parent_agent_name, action_type, action_name, decision, exception_id, recorded_at, outcome
+     FROM chain_events WHERE chain_id = $1 ORDER BY sequence`,
+    [chainId],
+  );
+  return rows.map((r) => ({
+    sequence: r.sequence,
+    event_id: r.id,
+    agent_name: r.agent_name,
+    parent_agent_name: r.parent_agent_name,
+    action_type: r.action_type,
+    action_name: r.action_name,
+    policy_decision: r.decision.policy_decision,
+    decision_source: r.decision.decision_source,
+    policy_name: r.decision.policy_name ?? null,
+    exception_id: r.exception_id,
+    recorded_at: new Date(r.recorded_at).toISOString(),
+    outcome: r.outcome ?? null,
+  }));
+}
+
+async function receiptApprovals(q: Queryable, chainId: string): Promise<ReceiptApproval[]> {
+  const { rows } = await q.query(
+    `SELECT a.id, a.event_id, a.status, a.decided_by, a.notes, a.decided_at, a.exception_id,
+       e.duration, e.expires_at AS exception_expires_at, ev.agent_name, ev.action_type, ev.action_name
+     FROM approvals a JOIN chain_events ev ON ev.id = a.event_id LEFT JOIN exceptions e ON e.id = a.exception_id
+     WHERE a.chain_id = $1 AND a.status <> 'pending' ORDER BY a.requested_at`,
+    [chainId],
+  );
+  return rows.map((r) => ({
+    approval_id: r.id,
+    action_event_id: r.event_id,
+    agent_name: r.agent_name,
+    action_type: r.action_type,
+    action_name: r.action_name,
+    decision: r.status,
+    decided_by: r.decided_by,
+    notes: r.notes,
+    decided_at: new Date(r.decided_at).toISOString(),
+    exception: r.exception_id
+      ? { exception_id: r.exception_id, duration: r.duration, expires_at: new Date(r.exception_expires_at).toISOString() }
+      : null,
+  }));
+}
+
+/** A stored receipt row with its parsed body. */
+export interface StoredReceipt {
+  id: string;
+  org_id: string;
+  chain_id: string;
+  sequence: number;
+  receipt_number: string;
+  body: string;
+  receipt_hash: string;
+  receipt: SignedReceipt;
+}
+
+/** A receipt of an organization by receipt id; 404 when missing or another organization's. */
+export async function getReceipt(q: Queryable, orgId: string, receiptId: string): Promise<StoredReceipt> {
+  const { rows } = await q.query("SELECT * FROM receipts WHERE id = $1 AND org_id = $2", [receiptId, orgId]);
+  const row = rows[0];
+  if (!row) throw notFound("Receipt");
+  return { ...(row as Omit<StoredReceipt, "receipt">), receipt: JSON.parse(row.body) };
+}
+
+/** The receipt of a chain; 404 when the chain has none yet (spec: exists only after completion). */
+export async function getChainReceipt(q: Queryable, orgId: string, chainId: string): Promise<StoredReceipt> {
+  const { rows } = await q.query("SELECT * FROM receipts WHERE chain_id = $1 AND org_id = $2", [chainId, orgId]);
+  const row = rows[0];
+  if (!row) throw notFound("Receipt");
+  return { ...(row as Omit<StoredReceipt, "receipt">), receipt: JSON.parse(row.body) };
+}

@@ -1,0 +1,73 @@
+/**
+ * Prometheus metrics of the service (prom-client, Prometheus naming conventions). One registry
+ * per service instance so that several instances can live in one test process.
+ */
+import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from "prom-client";
+import type { Database } from "./db/pool.js";
+
+/** The service's metrics. Label values are bounded enums, never identifiers or secrets. */
+export function createMetrics(db: Database, opts: { defaultMetrics?: boolean } = {}) {
+  const registry = new Registry();
+  if (opts.defaultMetrics ?? true) collectDefaultMetrics({ register: registry });
+  const m = {
+    registry,
+    decisions: new Counter({
+      name: "tollgate_decisions_total",
+      help: "Policy decisions made by the service, by outcome.",
+      labelNames: ["outcome"] as const,
+      registers: [registry],
+    }),
+    recordDuration: new Histogram({
+      name: "tollgate_record_action_duration_seconds",
+      help: "Time to evaluate and record one action, in seconds.",
+      buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1],
+      registers: [registry],
+    }),
+    approvalWait: new Histogram({
+      name: "tollgate_approval_wait_seconds",
+      help: "Time from an approval request to its resolution, in seconds, by final status.",
+      labelNames: ["status"] as const,
+      buckets: [1, 5, 30, 60, 300, 900, 3600, 14400, 86400],
+      registers: [registry],
+    }),
+    receiptsIssued: new Counter({
+      name: "tollgate_receipts_issued_total",
+      help: "Receipts issued on chain completion, by chain status.",
+      labelNames: ["status"] as const,
+      registers: [registry],
+    }),
+    verifications: new Counter({
+      name: "tollgate_verification_results_total",
+      help: "Verification requests by surface, artifact type and overall status.",
+      labelNames: ["surface", "artifact_type", "status"] as const,
+      registers: [registry],
+    }),
+    legacyRoutes: new Counter({
+      name: "tollgate_legacy_route_requests_total",
+      help: "Requests to legacy compatibility routes, by route (telemetry required before removal).",
+      labelNames: ["route"] as const,
+      registers: [registry],
+    }),
+  };
+  new Gauge({
+    name: "tollgate_approvals_pending",
+    help: "Approvals waiting for a human decision.",
+    registers: [registry],
+    async collect() {
+      const { rows } = await db.query("SELECT count(*)::int AS n FROM approvals WHERE status = 'pending'");
+      this.set(rows[0]?.n ?? 0);
+    },
+  });
+  new Gauge({
+    name: "tollgate_outbox_backlog",
+    help: "Notifications in the outbox not yet delivered.",
+    registers: [registry],
+    async collect() {
+      const { rows } = await db.query("SELECT count(*)::int AS n FROM outbox WHERE sent_at IS NULL");
+      this.set(rows[0]?.n ?? 0);
+    },
+  });
+  return m;
+}
+
+export type Metrics = ReturnType<typeof createMetrics>;

@@ -1,0 +1,105 @@
+/**
+ * Chains, actions, approval status, completion and receipts for clients (spec: "Endpoints").
+ * POST /v1/chains · GET /v1/chains/{chain_id} · POST /v1/chains/{chain_id}/actions ·
+ * GET /v1/chains/{chain_id}/approval-status · POST /v1/chains/{chain_id}/complete ·
+ * GET /v1/chains/{chain_id}/receipt · GET /v1/receipts/{receipt_id}
+ */
+import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
+import { z } from "zod";
+import { guard, principalLabel } from "../auth.js";
+import { approvalStatus } from "../domain/approvals.js";
+import {
+  chainEvents,
+  chainView,
+  CreateChainSchema,
+  createChain,
+  getChain,
+  RecordActionSchema,
+  recordAction,
+} from "../domain/chains.js";
+import { CompleteChainSchema, completeChain, getChainReceipt, getReceipt } from "../domain/receipts.js";
+
+const ChainParams = z.object({ chain_id: z.uuid() });
+
+export const chainRoutes: FastifyPluginAsyncZod = async (app) => {
+  const tg = app.tg;
+
+  app.post("/v1/chains", { schema: { body: CreateChainSchema } }, async (req, reply) => {
+    const orgId = guard.client(req.principal);
+    const chain = await createChain(tg.db, {
+      orgId,
+      body: req.body,
+      createdBy: principalLabel(req.principal!),
+      clock: tg.clock,
+    });
+    return reply.code(201).send(chain);
+  });
+
+  app.get("/v1/chains/:chain_id", { schema: { params: ChainParams } }, async (req) => {
+    const orgId = guard.client(req.principal);
+    const chain = await getChain(tg.db, orgId, req.params.chain_id);
+    return { ...chainView(chain), events: await chainEvents(tg.db, chain.id) };
+  });
+
+  app.post(
+    "/v1/chains/:chain_id/actions",
+    { schema: { params: ChainParams, body: RecordActionSchema } },
+    async (req) => {
+      const orgId = guard.client(req.principal);
+      const end = tg.metrics.recordDuration.startTimer();
+      const result = await recordAction(tg.db, {
+        orgId,
+        chainId: req.params.chain_id,
+        action: req.body,
+        clock: tg.clock,
+        configs: tg.configs,
+      });
+      end();
+      tg.metrics.decisions.inc({ outcome: result.policy_decision });
+      return result;
+    },
+  );
+
+  app.get(
+    "/v1/chains/:chain_id/approval-status",
+    { schema: { params: ChainParams, querystring: z.object({ approval_id: z.uuid().optional() }) } },
+    async (req) => {
+      const orgId = guard.client(req.principal);
+      return approvalStatus(tg.db, {
+        orgId,
+        chainId: req.params.chain_id,
+        approvalId: req.query.approval_id,
+        clock: tg.clock,
+      });
+    },
+  );
+
+  app.post(
+    "/v1/chains/:chain_id/complete",
+    { schema: { params: ChainParams, body: CompleteChainSchema.optional() } },
+    async (req) => {
+      const orgId = guard.client(req.principal);
+      const result = await completeChain(tg.db, {
+        orgId,
+        chainId: req.params.chain_id,
+        body: req.body ?? {},
+        clock: tg.clock,
+        hmacKey: tg.receiptHmacKey,
+        keys: tg.keys,
+        configs: tg.configs,
+      });
+      tg.metrics.receiptsIssued.inc({ status: result.status });
+      return result;
+    },
+  );
+
+  app.get("/v1/chains/:chain_id/receipt", { schema: { params: ChainParams } }, async (req) => {
+    const orgId = guard.client(req.principal);
+    return (await getChainReceipt(tg.db, orgId, req.params.chain_id)).receipt;
+  });
+
+  app.get("/v1/receipts/:receipt_id", { schema: { params: z.object({ receipt_id: z.uuid() }) } }, async (req) => {
+    const orgId = guard.client(req.principal);
+    return (await getReceipt(tg.db, orgId, req.params.receipt_id)).receipt;
+  });
+};

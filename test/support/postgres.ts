@@ -1,0 +1,92 @@
+/**
+ * A throwaway real PostgreSQL cluster for tests: initdb into a temp dir, started on a free
+ * loopback port as the `postgres` OS user (PostgreSQL refuses to run as root). Fails loudly
+ * when the server binaries are missing (CI must install Debian's postgresql package).
+ */
+import { execFileSync, spawn } from "node:child_process";
+import { existsSync, mkdtempSync, readdirSync, rmSync, chmodSync } from "node:fs";
+import { createServer } from "node:net";
+import os from "node:os";
+import path from "node:path";
+
+/** A running cluster. `url` is a superuser connection string to database `postgres`. */
+export interface PostgresCluster {
+  url: string;
+  port: number;
+  binDir: string;
+  stop(): Promise<void>;
+}
+
+/** Finds the newest /usr/lib/postgresql/N/bin, or PG_BIN_DIR. */
+export function postgresBinDir(): string {
+  if (process.env.PG_BIN_DIR) return process.env.PG_BIN_DIR;
+  const root = "/usr/lib/postgresql";
+  const versions = existsSync(root) ? readdirSync(root).filter((v) => /^\d+$/.test(v)).sort((a, b) => Number(b) - Number(a)) : [];
+  for (const v of versions) {
+    const bin = path.join(root, v, "bin");
+    if (existsSync(path.join(bin, "initdb"))) return bin;
+  }
+  throw new Error(
+    "PostgreSQL server binaries not found (looked in /usr/lib/postgresql/*/bin and PG_BIN_DIR). Install Debian's postgresql package: apt-get install -y postgresql",
+  );
+}
+
+/** Returns a free TCP port on 127.0.0.1. */
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const srv = createServer();
+    srv.once("error", reject);
+    srv.listen(0, "127.0.0.1", () => {
+      const port = (srv.address() as { port: number }).port;
+      srv.close(() => resolve(port));
+    });
+  });
+}
+
+/** Starts a fresh cluster; resolves once it accepts connections. */
+export async function startPostgres(): Promise<PostgresCluster> {
+  const binDir = postgresBinDir();
+  const dir = mkdtempSync(path.join(os.tmpdir(), "tollgate-pg-"));
+  chmodSync(dir, 0o777);
+  const dataDir = path.join(dir, "data");
+  const asRoot = process.getuid?.() === 0;
+  const run = (cmd: string, args: string[]) =>
+    asRoot ? ["runuser", ["-u", "postgres", "--", path.join(binDir, cmd), ...args]] as const : [path.join(binDir, cmd), args] as const;
+  const [initCmd, initArgs] = run("initdb", ["-D", dataDir, "-U", "postgres", "--auth=trust", "-E", "UTF8", "--no-sync"]);
+  execFileSync(initCmd, [...initArgs], { stdio: "pipe" });
+  const port = await freePort();
+  const [cmd, args] = run("postgres", [
+    "-D", dataDir, "-p", String(port), "-c", "listen_addresses=127.0.0.1", "-c", `unix_socket_directories=${dir}`,
+    "-c", "fsync=off", "-c", "synchronous_commit=off", "-c", "full_page_writes=off", "-c", "max_connections=300",
+  ]);
+  const child = spawn(cmd, [...args], { stdio: ["ignore", "ignore", "pipe"] });
+  let stderr = "";
+  child.stderr.on("data", (d) => {
+    stderr = (stderr + d.toString()).slice(-4000);
+  });
+  const url = `postgresql://postgres@127.0.0.1:${port}/postgres`;
+  const deadline = Date.now() + 30_000;
+  const pg = (await import("pg")).default;
+  for (;;) {
+    if (child.exitCode !== null) throw new Error(`PostgreSQL exited during start-up:\n${stderr}`);
+    try {
+      const c = new pg.Client({ connectionString: url });
+      await c.connect();
+      await c.end();
+      break;
+    } catch {
+      if (Date.now() > deadline) throw new Error(`PostgreSQL did not accept connections within 30 s:\n${stderr}`);
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  }
+  return {
+    url,
+    port,
+    binDir,
+    async stop() {
+      child.kill("SIGINT");
+      await new Promise((r) => (child.exitCode !== null ? r(null) : child.once("exit", r)));
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
