@@ -142,6 +142,22 @@ const walk = (value: unknown, depth: number, w: Walker): unknown => {
   }
 };
 
+/**
+ * LLM token counts (input_tokens, prompt_tokens, ...) contain the default pattern `_token` but are
+ * usage numbers, not secrets; a finite number under one of these keys is kept so that llm_call
+ * cost estimation and the token-budget limit work. A string under such a key is still redacted.
+ */
+export const TOKEN_COUNT_KEYS: readonly string[] = [
+  "input_tokens",
+  "output_tokens",
+  "prompt_tokens",
+  "completion_tokens",
+  "total_tokens",
+  "max_tokens",
+];
+const isTokenCount = (key: string, value: unknown): boolean =>
+  typeof value === "number" && Number.isFinite(value) && TOKEN_COUNT_KEYS.includes(key.toLowerCase());
+
 const sanitizeObject = (
   record: Record<string, unknown>,
   depth: number,
@@ -149,7 +165,7 @@ const sanitizeObject = (
 ): Record<string, unknown> => {
   const entries: [string, unknown][] = [];
   for (const [key, value] of Object.entries(record)) {
-    if (isSensitiveKey(key, w.fieldPatterns)) {
+    if (isSensitiveKey(key, w.fieldPatterns) && !isTokenCount(key, value)) {
       w.redacted++;
       entries.push([key, REDACTED]);
       continue;
