@@ -89,8 +89,9 @@ export const ReceiptApprovalSchema = z
     agent_name: z.string(),
     action_type: z.string(),
     action_name: z.string(),
-    decision: z.enum(["approved", "denied", "timed_out"]),
-    /** Who decided (an approver's email address); null for timed_out. */
+    /** cancelled: the chain was completed while the approval was still pending. */
+    decision: z.enum(["approved", "denied", "timed_out", "cancelled"]),
+    /** Who decided (an approver's email address); null for timed_out and cancelled. */
     decided_by: z.string().nullable(),
     /** Reviewer notes. */
     notes: z.string().nullable(),

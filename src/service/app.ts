@@ -20,6 +20,7 @@ import { adminRoutes } from "./routes/admin.js";
 import { approvalRoutes } from "./routes/approvals.js";
 import { chainRoutes } from "./routes/chains.js";
 import { healthRoutes } from "./routes/health.js";
+import { outcomeRoutes } from "./routes/outcomes.js";
 import { deriveKey } from "./secrets.js";
 import "./context.js";
 
@@ -88,7 +89,7 @@ export async function buildService(opts: ServiceOptions): Promise<Service> {
     }
     if (hasZodFastifySchemaValidationErrors(err)) {
       const issues = err.validation.map((v) => ({
-        path: `${err.validationContext ?? "body"}${v.instancePath.replaceAll("/", ".")}`,
+        path: [err.validationContext ?? "body", ...v.instancePath.split("/").filter(Boolean)].join("."),
         message: v.message ?? "invalid",
       }));
       const first = issues[0]!;
@@ -111,6 +112,7 @@ export async function buildService(opts: ServiceOptions): Promise<Service> {
   await app.register(chainRoutes);
   await app.register(approvalRoutes);
   await app.register(adminRoutes);
+  await app.register(outcomeRoutes);
 
   const jobHandlers: Record<string, JobHandler> = {
     approval_timeout: (p, now) => timeoutApprovalJob(ctx.db, String(p.approval_id), now),

@@ -20,8 +20,9 @@ import type { OrgConfigCache } from "./orgs.js";
 import { orgById } from "./orgs.js";
 
 /** Body of POST /v1/chains/{chain_id}/complete: normal completion, or the failure that ended it. */
-export const CompleteChainSchema = z
-  .object({
+export const CompleteChainSchema = z.preprocess(
+  (v) => v ?? {},
+  z.object({
     failure: z
       .object({
         mode: z.string().min(1).max(200),
@@ -31,8 +32,8 @@ export const CompleteChainSchema = z
       .nullable()
       .optional(),
   })
-  .strict()
-  .default({});
+  .strict(),
+);
 export type CompleteChain = z.infer<typeof CompleteChainSchema>;
 
 /**

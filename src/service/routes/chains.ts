@@ -76,13 +76,13 @@ export const chainRoutes: FastifyPluginAsyncZod = async (app) => {
 
   app.post(
     "/v1/chains/:chain_id/complete",
-    { schema: { params: ChainParams, body: CompleteChainSchema.optional() } },
+    { schema: { params: ChainParams, body: CompleteChainSchema } },
     async (req) => {
       const orgId = guard.client(req.principal);
       const result = await completeChain(tg.db, {
         orgId,
         chainId: req.params.chain_id,
-        body: req.body ?? {},
+        body: req.body,
         clock: tg.clock,
         hmacKey: tg.receiptHmacKey,
         keys: tg.keys,
