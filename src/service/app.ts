@@ -21,6 +21,7 @@ import { approvalRoutes } from "./routes/approvals.js";
 import { chainRoutes } from "./routes/chains.js";
 import { healthRoutes } from "./routes/health.js";
 import { outcomeRoutes } from "./routes/outcomes.js";
+import { verificationRoutes } from "./routes/verification.js";
 import { deriveKey } from "./secrets.js";
 import "./context.js";
 
@@ -113,9 +114,10 @@ export async function buildService(opts: ServiceOptions): Promise<Service> {
   await app.register(approvalRoutes);
   await app.register(adminRoutes);
   await app.register(outcomeRoutes);
+  await app.register(verificationRoutes);
 
   const jobHandlers: Record<string, JobHandler> = {
-    approval_timeout: (p, now) => timeoutApprovalJob(ctx.db, String(p.approval_id), now),
+    approval_timeout: (p, now) => timeoutApprovalJob(ctx.db, String(p.approval_id), now, ctx.keys),
     approval_escalation: async (p, now) => {
       await escalateApprovalJob(ctx.db, String(p.approval_id), now);
     },
