@@ -18,9 +18,11 @@
 set -euo pipefail
 
 # ---- pinned versions -----------------------------------------------------------------
-# k8s.io/kubernetes v1.36.5: newest 1.3x patch whose module zip the proxy serves and whose
-# go.mod (go 1.26.0) works with our Go; its go.mod pins etcd 3.6.x.
-K8S_VERSION="v1.36.5"
+# k8s.io/kubernetes v1.36.4: newest 1.3x patch that the module proxy serves AND the checksum
+# database (sum.golang.org) verifies, and whose go.mod ("go 1.26.0") works with our Go; its
+# go.mod pins etcd 3.6.x. (v1.36.5's zip is on the proxy but sum.golang.org answers 404, so
+# `go get` refuses it; 1.37.x pins etcd 3.7.)
+K8S_VERSION="v1.36.4"
 # Newest etcd 3.6 patch on the proxy.
 ETCD_VERSION="v3.6.16"
 # Newest Helm v3 release on the proxy (built against k8s.io/client-go v0.37.0).
