@@ -1,0 +1,144 @@
+/**
+ * Pure mapping from the CRD specs (camelCase, ./schema.ts) to the bodies of the service admin API
+ * (snake_case, src/service/domain/orgs.ts: OrganizationSpecSchema, PolicySpecSchema with
+ * config = PolicyConfigPatchSchema, ApproverTeamSpecSchema). Keys the resource leaves unset are
+ * left out of the body, so a policy only overrides what it sets.
+ *
+ * The service's schemas are imported as types only: the operator talks to the service over HTTP
+ * and never loads its code, while the compiler still catches a body that drifted from them.
+ */
+import type { z } from "zod";
+import type {
+  ApproverTeamSpecSchema as ServiceApproverTeamSchema,
+  OrganizationSpecSchema as ServiceOrganizationSchema,
+  PolicySpecSchema as ServicePolicySchema,
+} from "../../src/service/domain/orgs.ts";
+import type { ApproverTeamSpec, GovernancePolicySpec, OrganizationSpec } from "./schema.js";
+
+/** Body of PUT /v1/admin/organizations/{slug}. */
+export type OrganizationBody = z.input<typeof ServiceOrganizationSchema>;
+/** Body of PUT /v1/admin/organizations/{slug}/policies/{name}. */
+export type PolicyBody = z.input<typeof ServicePolicySchema>;
+/** Body of PUT /v1/admin/organizations/{slug}/approver-teams/{name}. */
+export type ApproverTeamBody = z.input<typeof ServiceApproverTeamSchema>;
+
+/** Prefix of `managed_by` for everything the operator writes. */
+export const MANAGED_BY_PREFIX = "tollgate-operator";
+
+/** `managed_by` of a resource: `tollgate-operator/<namespace>/<name>` (cluster-scoped: `tollgate-operator/<name>`). */
+export const managedBy = (meta: { name: string; namespace?: string }): string =>
+  meta.namespace
+    ? `${MANAGED_BY_PREFIX}/${meta.namespace}/${meta.name}`
+    : `${MANAGED_BY_PREFIX}/${meta.name}`;
+
+/** Service-side name of a namespaced resource: `<namespace>.<name>` (unique per organization). */
+export const serviceName = (meta: { name: string; namespace?: string }): string =>
+  meta.namespace ? `${meta.namespace}.${meta.name}` : meta.name;
+
+/** Copies `value` under `key` only when it is defined. */
+function put<T extends object, K extends string, V>(target: T, key: K, value: V | undefined): T {
+  if (value !== undefined) (target as Record<string, unknown>)[key] = value;
+  return target;
+}
+
+/** Organization spec → PUT /v1/admin/organizations/{slug} body. */
+export function organizationBody(spec: OrganizationSpec, owner: string): OrganizationBody {
+  const body: OrganizationBody = {
+    environment: spec.environment,
+    kill_switch: { active: spec.killSwitch.active, reason: spec.killSwitch.reason ?? null },
+    pause: { active: spec.pause.active, reason: spec.pause.reason ?? null },
+    approval_timeout_hours: spec.approvalTimeoutHours,
+    evaluation_mode: spec.evaluationMode,
+    managed_by: owner,
+  };
+  put(body, "display_name", spec.displayName);
+  if (spec.runawayLimits) {
+    const l = spec.runawayLimits;
+    const limits = {};
+    put(limits, "max_events", l.maxEvents);
+    put(limits, "max_duration_seconds", l.maxDurationSeconds);
+    put(limits, "max_tokens", l.maxTokens);
+    body.runaway_limits = limits;
+  }
+  return body;
+}
+
+type PolicyConfig = PolicyBody["config"];
+type PayloadCondition = NonNullable<
+  NonNullable<PolicyConfig["custom_rules"]>[number]["match"]["payload"]
+>[string];
+
+/** GovernancePolicy spec → PUT .../policies/{name} body (config is a patch: only keys set). */
+export function policyBody(spec: GovernancePolicySpec, owner: string): PolicyBody {
+  const config: PolicyConfig = {};
+  const t = spec.thresholds;
+  if (t) {
+    put(config, "financial_approval_threshold_usd", t.financialApprovalUsd);
+    put(config, "cumulative_financial_threshold_usd", t.cumulativeFinancialUsd);
+    put(config, "financial_deny_threshold_usd", t.financialDenyUsd);
+    put(config, "bulk_operation_threshold", t.bulkOperation);
+    put(config, "bulk_deletion_threshold", t.bulkDeletion);
+  }
+  put(config, "financial_notify", spec.financialNotify);
+  put(config, "external_domains_allowlist", spec.externalDomainsAllowlist);
+  put(config, "internal_domains", spec.internalDomains);
+  put(config, "high_risk_agents", spec.highRiskAgents);
+  if (spec.agentScopes) {
+    config.agent_scopes = Object.fromEntries(
+      spec.agentScopes.map((s) => {
+        const scope = {};
+        put(scope, "action_types", s.actionTypes);
+        put(scope, "action_names", s.actionNames);
+        put(scope, "domains", s.domains);
+        return [s.agentName, scope];
+      }),
+    );
+  }
+  put(
+    config,
+    "first_external_communication_requires_approval",
+    spec.firstExternalCommunicationRequiresApproval,
+  );
+  put(config, "pii_to_external_requires_approval", spec.piiToExternalRequiresApproval);
+  put(config, "irreversible_actions", spec.irreversibleActions);
+  if (spec.customRules) {
+    config.custom_rules = spec.customRules.map((r) => {
+      const match = {};
+      put(match, "agent_name", r.match.agentName);
+      put(match, "action_type", r.match.actionType);
+      put(match, "action_name", r.match.actionName);
+      put(match, "destination_domain", r.match.destinationDomain);
+      put(match, "payload", r.match.payload as Record<string, PayloadCondition> | undefined);
+      const rule = { name: r.name, match, outcome: r.outcome, reason: r.reason ?? "" };
+      put(rule, "remediation", r.remediation);
+      put(rule, "docs_url", r.docsUrl);
+      return rule;
+    });
+  }
+  if (spec.llmPricing) {
+    config.llm_pricing = Object.fromEntries(
+      spec.llmPricing.map((p) => [
+        p.model,
+        { input_per_1k_usd: p.inputPer1kUsd, output_per_1k_usd: p.outputPer1kUsd },
+      ]),
+    );
+  }
+  if (spec.defaultLlmPrice) {
+    const price = {};
+    put(price, "input_per_1k_usd", spec.defaultLlmPrice.inputPer1kUsd);
+    put(price, "output_per_1k_usd", spec.defaultLlmPrice.outputPer1kUsd);
+    config.default_llm_price = price;
+  }
+  const body: PolicyBody = { config, managed_by: owner };
+  put(body, "policy_version", spec.policyVersion);
+  return body;
+}
+
+/** ApproverTeam spec → PUT .../approver-teams/{name} body. */
+export function approverTeamBody(spec: ApproverTeamSpec, owner: string): ApproverTeamBody {
+  return {
+    approvers: spec.approvers.map((a) => put({ email: a.email, role: a.role }, "name", a.name)),
+    fallback_approvers: spec.fallbackApprovers,
+    managed_by: owner,
+  };
+}

@@ -1,0 +1,287 @@
+/**
+ * The pure admission patch builder: decides whether a Pod gets the Tollgate sidecar and builds the
+ * RFC 6902 JSON Patch that injects it (container, API-key Secret volume, TOLLGATE_* environment).
+ * Plain data in, plain data out; operator/webhook/server.ts does the I/O.
+ *
+ * Selection (DESIGN.md "Names"): pods of namespaces labelled `tollgate.dev/injection=enabled`, or
+ * pods annotated `tollgate.dev/inject: "true"`; `tollgate.dev/inject: "false"` opts out. A pod
+ * already carrying the marker annotation `tollgate.dev/injected` or a container named
+ * `tollgate-sidecar` is never injected twice.
+ */
+
+/** Labels and annotations the webhook reads or writes. */
+export const Labels = {
+  injection: "tollgate.dev/injection",
+  organization: "tollgate.dev/organization",
+} as const;
+export const Annotations = {
+  inject: "tollgate.dev/inject",
+  injected: "tollgate.dev/injected",
+  organization: "tollgate.dev/organization",
+  agentName: "tollgate.dev/agent-name",
+  upstreams: "tollgate.dev/upstreams",
+} as const;
+
+/** Names of what gets injected. */
+export const SIDECAR_CONTAINER = "tollgate-sidecar";
+export const API_KEY_VOLUME = "tollgate-api-key";
+/** Secret (in the pod's namespace) the operator mints the API key into, and its data key. */
+export const API_KEY_SECRET = "tollgate-api-key";
+export const API_KEY_SECRET_KEY = "api-key";
+export const API_KEY_MOUNT_PATH = "/var/run/tollgate";
+
+/** How the sidecar is added: a regular container, or a native sidecar (init container, restartPolicy Always). */
+export const SidecarMode = { container: "container", native: "native" } as const;
+export type SidecarMode = (typeof SidecarMode)[keyof typeof SidecarMode];
+
+/** Injection settings from the operator configuration. */
+export interface InjectionConfig {
+  /** Sidecar image, e.g. ghcr.io/tollgate/sidecar:0.1.0 (its entrypoint runs sidecar/main.ts). */
+  image: string;
+  imagePullPolicy?: "Always" | "IfNotPresent" | "Never";
+  /** Governance service URL the sidecar calls (TOLLGATE_SERVICE_URL). */
+  serviceUrl: string;
+  mode?: SidecarMode;
+  /** gRPC listen address of the sidecar (default 127.0.0.1:50051). */
+  grpcAddress?: string;
+  /** HTTP (health/metrics) listen address of the sidecar (default 127.0.0.1:9090). */
+  httpAddress?: string;
+  /** Container resources; defaults: requests cpu 50m / memory 64Mi, limits memory 256Mi. */
+  resources?: Record<string, Record<string, string>>;
+  /** Container securityContext; default: non-root uid 65532, no privilege escalation, no capabilities. */
+  securityContext?: Record<string, unknown>;
+}
+
+/** The parts of a Pod the builder reads (core/v1 Pod as JSON). */
+export interface PodLike {
+  metadata?: {
+    name?: string;
+    generateName?: string;
+    annotations?: Record<string, string>;
+    labels?: Record<string, string>;
+  };
+  spec?: {
+    containers?: Array<{ name: string }>;
+    initContainers?: Array<{ name: string }>;
+    volumes?: Array<{ name: string }>;
+  };
+}
+
+/** The namespace the pod is created in (name and labels). */
+export interface NamespaceLike {
+  name: string;
+  labels?: Record<string, string>;
+}
+
+/** One RFC 6902 operation (only `add` is produced). */
+export interface PatchOperation {
+  op: "add";
+  path: string;
+  value: unknown;
+}
+
+/** Result of {@link buildInjection}. */
+export type InjectionDecision =
+  | { kind: "inject"; patch: PatchOperation[]; organization: string; agentName: string }
+  | { kind: "skip"; reason: string }
+  | { kind: "deny"; message: string };
+
+/** RFC 6901 escaping of one JSON Pointer segment. */
+export const pointerSegment = (s: string): string => s.replace(/~/g, "~0").replace(/\//g, "~1");
+
+const SLUG = /^[a-z0-9]([a-z0-9-]*[a-z0-9])?$/;
+
+type Predicate = (pod: PodLike, ns: NamespaceLike) => string | null;
+
+/** Skip predicates, run in order; the first that returns a reason skips injection. */
+const skipPredicates: Predicate[] = [
+  (pod) =>
+    pod.metadata?.annotations?.[Annotations.inject] === "false"
+      ? "opted out (tollgate.dev/inject=false)"
+      : null,
+  (pod) =>
+    pod.metadata?.annotations?.[Annotations.injected] !== undefined
+      ? "already injected (marker annotation)"
+      : null,
+  (pod) =>
+    [...(pod.spec?.containers ?? []), ...(pod.spec?.initContainers ?? [])].some(
+      (c) => c.name === SIDECAR_CONTAINER,
+    )
+      ? `already has a ${SIDECAR_CONTAINER} container`
+      : null,
+  (pod, ns) =>
+    ns.labels?.[Labels.injection] === "enabled" || pod.metadata?.annotations?.[Annotations.inject] === "true"
+      ? null
+      : "not selected (namespace not labelled tollgate.dev/injection=enabled, pod not annotated tollgate.dev/inject=true)",
+];
+
+/** Why the pod is not injected, or null when it should be. */
+export function skipReason(pod: PodLike, ns: NamespaceLike): string | null {
+  for (const p of skipPredicates) {
+    const reason = p(pod, ns);
+    if (reason) return reason;
+  }
+  return null;
+}
+
+/**
+ * The agent name: annotation tollgate.dev/agent-name, else the app.kubernetes.io/name or app label,
+ * else generateName without the ReplicaSet's pod-template-hash and trailing dash, else the name.
+ */
+export function agentNameOf(pod: PodLike): string {
+  const m = pod.metadata ?? {};
+  const fromMeta =
+    m.annotations?.[Annotations.agentName] ?? m.labels?.["app.kubernetes.io/name"] ?? m.labels?.app;
+  if (fromMeta) return fromMeta;
+  if (m.generateName) {
+    let base = m.generateName.replace(/-+$/, "");
+    const hash = m.labels?.["pod-template-hash"];
+    if (hash && base.endsWith(`-${hash}`)) base = base.slice(0, -(hash.length + 1));
+    if (base) return base;
+  }
+  return m.name ?? "";
+}
+
+const defaultResources = { requests: { cpu: "50m", memory: "64Mi" }, limits: { memory: "256Mi" } };
+const defaultSecurityContext = {
+  allowPrivilegeEscalation: false,
+  capabilities: { drop: ["ALL"] },
+  runAsNonRoot: true,
+  runAsUser: 65532,
+  seccompProfile: { type: "RuntimeDefault" },
+};
+
+/** The sidecar container for a pod of `organization` running agent `agentName`. */
+export function sidecarContainer(
+  cfg: InjectionConfig,
+  organization: string,
+  agentName: string,
+  upstreams: string | undefined,
+): Record<string, unknown> {
+  const env = [
+    { name: "TOLLGATE_SERVICE_URL", value: cfg.serviceUrl },
+    { name: "TOLLGATE_API_KEY_FILE", value: `${API_KEY_MOUNT_PATH}/${API_KEY_SECRET_KEY}` },
+    { name: "TOLLGATE_ORGANIZATION", value: organization },
+    { name: "TOLLGATE_AGENT_NAME", value: agentName },
+    { name: "TOLLGATE_GRPC_ADDRESS", value: cfg.grpcAddress ?? "127.0.0.1:50051" },
+    { name: "TOLLGATE_HTTP_ADDRESS", value: cfg.httpAddress ?? "127.0.0.1:9090" },
+    ...(upstreams !== undefined ? [{ name: "TOLLGATE_UPSTREAMS", value: upstreams }] : []),
+  ];
+  return {
+    name: SIDECAR_CONTAINER,
+    image: cfg.image,
+    imagePullPolicy: cfg.imagePullPolicy ?? "IfNotPresent",
+    env,
+    volumeMounts: [{ name: API_KEY_VOLUME, mountPath: API_KEY_MOUNT_PATH, readOnly: true }],
+    resources: cfg.resources ?? defaultResources,
+    securityContext: cfg.securityContext ?? defaultSecurityContext,
+    ...(cfg.mode === SidecarMode.native ? { restartPolicy: "Always" } : {}),
+  };
+}
+
+/** The volume holding the namespace's API key (Secret tollgate-api-key, key api-key). */
+export const apiKeyVolume = () => ({
+  name: API_KEY_VOLUME,
+  secret: {
+    secretName: API_KEY_SECRET,
+    items: [{ key: API_KEY_SECRET_KEY, path: API_KEY_SECRET_KEY }],
+    defaultMode: 0o444,
+  },
+});
+
+/**
+ * Decides and builds the injection for a Pod being created in `ns`. Denies (with a message that
+ * names the annotation or label) when injection is requested but the organization, agent name or
+ * upstreams annotation is missing or invalid, or a volume name collides.
+ */
+export function buildInjection(pod: PodLike, ns: NamespaceLike, cfg: InjectionConfig): InjectionDecision {
+  const reason = skipReason(pod, ns);
+  if (reason) return { kind: "skip", reason };
+  const annotations = pod.metadata?.annotations;
+
+  const organization = annotations?.[Annotations.organization] ?? ns.labels?.[Labels.organization];
+  if (!organization) {
+    return {
+      kind: "deny",
+      message: `tollgate: no organization: set the pod annotation ${Annotations.organization} or the label ${Labels.organization} on namespace ${ns.name}`,
+    };
+  }
+  if (!SLUG.test(organization) || organization.length > 63) {
+    return {
+      kind: "deny",
+      message: `tollgate: ${Annotations.organization} must be an organization slug, got "${organization.slice(0, 80)}"`,
+    };
+  }
+  const agentName = agentNameOf(pod);
+  if (agentName.length < 1 || agentName.length > 200) {
+    return { kind: "deny", message: `tollgate: ${Annotations.agentName} must be 1 to 200 characters` };
+  }
+  let upstreams: string | undefined;
+  const rawUpstreams = annotations?.[Annotations.upstreams];
+  if (rawUpstreams !== undefined) {
+    try {
+      const parsed: unknown = JSON.parse(rawUpstreams);
+      if (parsed === null || typeof parsed !== "object") throw new Error("expected a JSON object or array");
+      upstreams = JSON.stringify(parsed);
+    } catch (err) {
+      return {
+        kind: "deny",
+        message: `tollgate: annotation ${Annotations.upstreams} is not valid JSON: ${(err as Error).message}`,
+      };
+    }
+  }
+  if (pod.spec?.volumes?.some((v) => v.name === API_KEY_VOLUME)) {
+    return { kind: "deny", message: `tollgate: spec.volumes already has a volume named ${API_KEY_VOLUME}` };
+  }
+
+  const patch: PatchOperation[] = [];
+  const marker = { [Annotations.injected]: "true" };
+  if (!annotations) patch.push({ op: "add", path: "/metadata/annotations", value: marker });
+  else
+    patch.push({
+      op: "add",
+      path: `/metadata/annotations/${pointerSegment(Annotations.injected)}`,
+      value: "true",
+    });
+
+  const container = sidecarContainer(cfg, organization, agentName, upstreams);
+  if (cfg.mode === SidecarMode.native) {
+    if (!pod.spec?.initContainers)
+      patch.push({ op: "add", path: "/spec/initContainers", value: [container] });
+    else patch.push({ op: "add", path: "/spec/initContainers/0", value: container });
+  } else {
+    patch.push({ op: "add", path: "/spec/containers/-", value: container });
+  }
+  if (!pod.spec?.volumes) patch.push({ op: "add", path: "/spec/volumes", value: [apiKeyVolume()] });
+  else patch.push({ op: "add", path: "/spec/volumes/-", value: apiKeyVolume() });
+  return { kind: "inject", patch, organization, agentName };
+}
+
+/**
+ * Applies `add` operations to a JSON document (enough of RFC 6902 for tests and the benchmark to
+ * check what the API server will store). Returns a new document; throws on a missing parent.
+ */
+export function applyPatch<T>(doc: T, patch: PatchOperation[]): T {
+  const out = structuredClone(doc) as unknown;
+  for (const op of patch) {
+    const segments = op.path
+      .split("/")
+      .slice(1)
+      .map((s) => s.replace(/~1/g, "/").replace(/~0/g, "~"));
+    const last = segments.pop()!;
+    let parent = out as Record<string, unknown> | unknown[];
+    for (const s of segments) {
+      const next = (parent as Record<string, unknown>)[s];
+      if (next === undefined || next === null || typeof next !== "object")
+        throw new Error(`no parent at ${op.path}`);
+      parent = next as Record<string, unknown>;
+    }
+    if (Array.isArray(parent)) {
+      if (last === "-") parent.push(op.value);
+      else parent.splice(Number(last), 0, op.value);
+    } else {
+      (parent as Record<string, unknown>)[last] = op.value;
+    }
+  }
+  return out as T;
+}

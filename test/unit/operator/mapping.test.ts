@@ -1,0 +1,143 @@
+import { readFile } from "node:fs/promises";
+import path from "node:path";
+import { describe, expect, it } from "vitest";
+import { parse as parseYaml } from "yaml";
+import {
+  approverTeamBody,
+  managedBy,
+  organizationBody,
+  policyBody,
+  serviceName,
+} from "../../../operator/crds/mapping.js";
+import {
+  ApproverTeamSpecSchema,
+  GovernancePolicySpecSchema,
+  OrganizationSpecSchema,
+} from "../../../operator/crds/schema.js";
+import { PolicyConfigPatchSchema } from "../../../src/policy/schema.js";
+import {
+  OrganizationSpecSchema as ServiceOrg,
+  PolicySpecSchema as ServicePolicy,
+  ApproverTeamSpecSchema as ServiceTeam,
+} from "../../../src/service/domain/orgs.js";
+
+const root = path.resolve(import.meta.dirname, "../../..");
+const example = async (file: string) =>
+  parseYaml(await readFile(path.join(root, "examples", file), "utf8")).spec;
+
+describe("CRD spec → service admin API body", () => {
+  it("names and owners", () => {
+    expect(serviceName({ namespace: "team-a", name: "payments" })).toBe("team-a.payments");
+    expect(managedBy({ namespace: "team-a", name: "payments" })).toBe("tollgate-operator/team-a/payments");
+    expect(managedBy({ name: "acme" })).toBe("tollgate-operator/acme");
+  });
+
+  it("maps the example Organization to a body the service accepts", async () => {
+    const body = organizationBody(
+      OrganizationSpecSchema.parse(await example("10-organization.yaml")),
+      "tollgate-operator/acme",
+    );
+    expect(ServiceOrg.parse(body)).toEqual({
+      display_name: "Acme Corp",
+      environment: "production",
+      kill_switch: { active: false, reason: null },
+      pause: { active: false, reason: null },
+      approval_timeout_hours: 24,
+      evaluation_mode: "enforce",
+      runaway_limits: { max_events: 1000, max_duration_seconds: 86400, max_tokens: 2000000 },
+      managed_by: "tollgate-operator/acme",
+    });
+  });
+
+  it("maps a minimal Organization with defaults and an active kill switch", () => {
+    const spec = OrganizationSpecSchema.parse({
+      slug: "a",
+      killSwitch: { active: true, reason: "incident 42" },
+    });
+    const body = ServiceOrg.parse(organizationBody(spec, "o"));
+    expect(body.kill_switch).toEqual({ active: true, reason: "incident 42" });
+    expect(body.runaway_limits).toBeUndefined();
+    expect(body.display_name).toBeUndefined();
+  });
+
+  it("maps the example GovernancePolicy to a config patch the service accepts", async () => {
+    const body = policyBody(
+      GovernancePolicySpecSchema.parse(await example("20-governancepolicy.yaml")),
+      "owner",
+    );
+    const parsed = ServicePolicy.parse(body);
+    expect(parsed.policy_version).toBe("2024-06-01");
+    expect(parsed.config.financial_approval_threshold_usd).toBe(5000);
+    expect(parsed.config.financial_deny_threshold_usd).toBe(50000);
+    expect(parsed.config.agent_scopes).toEqual({
+      "billing-agent": {
+        action_types: ["tool_call", "llm_call"],
+        action_names: ["create_invoice", "send_invoice", "read_*"],
+        domains: ["api.stripe.com"],
+      },
+    });
+    expect(parsed.config.custom_rules?.[0]).toEqual({
+      name: "no-production-deletes",
+      match: { action_name: "delete_*", payload: { environment: "production" } },
+      outcome: "deny",
+      reason: "Deleting production data is not allowed for agents",
+      remediation: "Ask the on-call engineer to run the deletion",
+      docs_url: "https://docs.acme.example/policies/deletes",
+    });
+    expect(parsed.config.custom_rules?.[1]?.match.payload).toEqual({ rows: { gt: 10000 } });
+  });
+
+  it("leaves unset keys out, so a policy overrides only what it sets", () => {
+    const body = policyBody(GovernancePolicySpecSchema.parse({ organizationRef: { name: "a" } }), "o");
+    expect(body).toEqual({ config: {}, managed_by: "o" });
+    expect(ServicePolicy.parse(body).config).toEqual({});
+  });
+
+  it("covers every policy configuration key except the organization-level ones", () => {
+    const full = GovernancePolicySpecSchema.parse({
+      organizationRef: { name: "a" },
+      thresholds: {
+        financialApprovalUsd: 1,
+        cumulativeFinancialUsd: 2,
+        financialDenyUsd: 3,
+        bulkOperation: 4,
+        bulkDeletion: 5,
+      },
+      financialNotify: ["cfo@x.io"],
+      externalDomainsAllowlist: ["x.io"],
+      internalDomains: ["corp.x.io"],
+      highRiskAgents: ["bot"],
+      agentScopes: [{ agentName: "bot", actionTypes: ["tool_call"] }],
+      firstExternalCommunicationRequiresApproval: false,
+      piiToExternalRequiresApproval: false,
+      irreversibleActions: ["sign"],
+      customRules: [{ name: "r", match: { agentName: "bot" }, outcome: "allow" }],
+      llmPricing: [{ model: "m", inputPer1kUsd: 0.1, outputPer1kUsd: 0.2 }],
+      defaultLlmPrice: { inputPer1kUsd: 0.5 },
+    });
+    const config = PolicyConfigPatchSchema.parse(policyBody(full, "o").config);
+    const organizationLevel = ["evaluation_mode", "runaway_limits"];
+    expect(Object.keys(config).sort()).toEqual(
+      Object.keys(PolicyConfigPatchSchema.shape)
+        .filter((k) => !organizationLevel.includes(k))
+        .sort(),
+    );
+    expect(config.default_llm_price).toEqual({ input_per_1k_usd: 0.5 });
+    expect(config.llm_pricing).toEqual({ m: { input_per_1k_usd: 0.1, output_per_1k_usd: 0.2 } });
+  });
+
+  it("maps the example ApproverTeam to a body the service accepts", async () => {
+    const body = approverTeamBody(
+      ApproverTeamSpecSchema.parse(await example("30-approverteam.yaml")),
+      "owner",
+    );
+    expect(ServiceTeam.parse(body)).toEqual({
+      approvers: [
+        { email: "cfo@acme.example", role: "admin", name: "Chief Financial Officer" },
+        { email: "controller@acme.example", role: "approver" },
+      ],
+      fallback_approvers: ["ceo@acme.example"],
+      managed_by: "owner",
+    });
+  });
+});

@@ -1,0 +1,241 @@
+import { describe, expect, it } from "vitest";
+import {
+  agentNameOf,
+  applyPatch,
+  buildInjection,
+  type InjectionConfig,
+  type NamespaceLike,
+  type PodLike,
+  pointerSegment,
+  skipReason,
+} from "../../../operator/webhook/patch.js";
+
+const cfg: InjectionConfig = {
+  image: "ghcr.io/tollgate/sidecar:0.1.0",
+  serviceUrl: "http://tollgate.tollgate-system:8000",
+};
+const governed: NamespaceLike = {
+  name: "agents",
+  labels: { "tollgate.dev/injection": "enabled", "tollgate.dev/organization": "acme" },
+};
+const plain: NamespaceLike = { name: "default", labels: {} };
+const pod = (meta: PodLike["metadata"] = {}, spec: PodLike["spec"] = {}): PodLike => ({
+  metadata: { name: "agent-1", ...meta },
+  spec: { containers: [{ name: "agent" }], ...spec },
+});
+const envOf = (p: PodLike) => {
+  const containers = [...((p.spec as any).containers ?? []), ...((p.spec as any).initContainers ?? [])];
+  const c = containers.find((x: { name: string }) => x.name === "tollgate-sidecar");
+  return Object.fromEntries(c.env.map((e: { name: string; value: string }) => [e.name, e.value]));
+};
+
+describe("skipReason (which pods get the sidecar)", () => {
+  it.each([
+    ["a pod in a labelled namespace", pod(), governed, null],
+    [
+      "an annotated pod in a plain namespace",
+      pod({ annotations: { "tollgate.dev/inject": "true" } }),
+      plain,
+      null,
+    ],
+    ["a plain pod in a plain namespace", pod(), plain, /not selected/],
+    [
+      "an opted-out pod in a labelled namespace",
+      pod({ annotations: { "tollgate.dev/inject": "false" } }),
+      governed,
+      /opted out/,
+    ],
+    [
+      "an already injected pod",
+      pod({ annotations: { "tollgate.dev/injected": "true" } }),
+      governed,
+      /already injected/,
+    ],
+    [
+      "a pod that already has the container",
+      pod({}, { containers: [{ name: "tollgate-sidecar" }] }),
+      governed,
+      /already has/,
+    ],
+    [
+      "a pod with the native sidecar",
+      pod({}, { containers: [{ name: "a" }], initContainers: [{ name: "tollgate-sidecar" }] }),
+      governed,
+      /already has/,
+    ],
+  ] as const)("%s", (_what, p, ns, expected) => {
+    const r = skipReason(p, ns);
+    if (expected === null) expect(r).toBeNull();
+    else expect(r).toMatch(expected);
+  });
+});
+
+describe("agentNameOf", () => {
+  it.each([
+    [
+      "the annotation",
+      { name: "p", annotations: { "tollgate.dev/agent-name": "billing" }, labels: { app: "x" } },
+      "billing",
+    ],
+    [
+      "the app.kubernetes.io/name label",
+      { name: "p", labels: { "app.kubernetes.io/name": "research", app: "x" } },
+      "research",
+    ],
+    ["the app label", { name: "p", labels: { app: "writer" } }, "writer"],
+    [
+      "generateName without the pod-template-hash",
+      { generateName: "support-bot-5d9c7b8f6-", labels: { "pod-template-hash": "5d9c7b8f6" } },
+      "support-bot",
+    ],
+    ["generateName without a trailing dash", { generateName: "job-runner-" }, "job-runner"],
+    ["the pod name", { name: "lonely" }, "lonely"],
+  ])("from %s", (_what, meta, expected) => {
+    expect(agentNameOf({ metadata: meta })).toBe(expected);
+  });
+});
+
+describe("buildInjection", () => {
+  it("injects container, volume, env and the marker into a pod without annotations or volumes", () => {
+    const p: PodLike = {
+      metadata: { name: "a1", labels: { app: "payer" } },
+      spec: { containers: [{ name: "agent" }] },
+    };
+    const d = buildInjection(p, governed, cfg);
+    expect(d.kind).toBe("inject");
+    if (d.kind !== "inject") return;
+    expect(d.patch.map((o) => o.path)).toEqual([
+      "/metadata/annotations",
+      "/spec/containers/-",
+      "/spec/volumes",
+    ]);
+    const out = applyPatch(p, d.patch) as any;
+    expect(out.metadata.annotations).toEqual({ "tollgate.dev/injected": "true" });
+    expect(out.spec.containers.map((c: { name: string }) => c.name)).toEqual(["agent", "tollgate-sidecar"]);
+    const sidecar = out.spec.containers[1];
+    expect(sidecar.image).toBe(cfg.image);
+    expect(sidecar.command).toBeUndefined();
+    expect(sidecar.volumeMounts).toEqual([
+      { name: "tollgate-api-key", mountPath: "/var/run/tollgate", readOnly: true },
+    ]);
+    expect(out.spec.volumes).toEqual([
+      {
+        name: "tollgate-api-key",
+        secret: {
+          secretName: "tollgate-api-key",
+          items: [{ key: "api-key", path: "api-key" }],
+          defaultMode: 0o444,
+        },
+      },
+    ]);
+    expect(envOf(out)).toEqual({
+      TOLLGATE_SERVICE_URL: "http://tollgate.tollgate-system:8000",
+      TOLLGATE_API_KEY_FILE: "/var/run/tollgate/api-key",
+      TOLLGATE_ORGANIZATION: "acme",
+      TOLLGATE_AGENT_NAME: "payer",
+      TOLLGATE_GRPC_ADDRESS: "127.0.0.1:50051",
+      TOLLGATE_HTTP_ADDRESS: "127.0.0.1:9090",
+    });
+  });
+
+  it("appends to existing annotations and volumes (escaping the annotation key)", () => {
+    const p = pod(
+      { annotations: { team: "x" } },
+      { containers: [{ name: "agent" }], volumes: [{ name: "data" }] },
+    );
+    const d = buildInjection(p, governed, cfg);
+    if (d.kind !== "inject") throw new Error(d.kind);
+    expect(d.patch.map((o) => o.path)).toEqual([
+      "/metadata/annotations/tollgate.dev~1injected",
+      "/spec/containers/-",
+      "/spec/volumes/-",
+    ]);
+    const out = applyPatch(p, d.patch) as any;
+    expect(out.metadata.annotations).toEqual({ team: "x", "tollgate.dev/injected": "true" });
+    expect(out.spec.volumes.map((v: { name: string }) => v.name)).toEqual(["data", "tollgate-api-key"]);
+  });
+
+  it("prefers the pod's organization annotation and passes upstreams through as compact JSON", () => {
+    const p = pod({
+      annotations: {
+        "tollgate.dev/inject": "true",
+        "tollgate.dev/organization": "globex",
+        "tollgate.dev/upstreams": '{ "files": { "url": "http://files:8080" } }',
+      },
+    });
+    const d = buildInjection(p, plain, cfg);
+    if (d.kind !== "inject") throw new Error(d.kind);
+    expect(d.organization).toBe("globex");
+    const env = envOf(applyPatch(p, d.patch));
+    expect(env.TOLLGATE_ORGANIZATION).toBe("globex");
+    expect(env.TOLLGATE_UPSTREAMS).toBe('{"files":{"url":"http://files:8080"}}');
+  });
+
+  it("native mode puts the sidecar first among init containers with restartPolicy Always", () => {
+    const p = pod({}, { containers: [{ name: "agent" }], initContainers: [{ name: "setup" }] });
+    const d = buildInjection(p, governed, { ...cfg, mode: "native" });
+    if (d.kind !== "inject") throw new Error(d.kind);
+    const out = applyPatch(p, d.patch) as any;
+    expect(out.spec.initContainers.map((c: { name: string }) => c.name)).toEqual([
+      "tollgate-sidecar",
+      "setup",
+    ]);
+    expect(out.spec.initContainers[0].restartPolicy).toBe("Always");
+    expect(out.spec.containers).toEqual([{ name: "agent" }]);
+  });
+
+  it("is idempotent: the patched pod is not injected again", () => {
+    const p = pod();
+    const d = buildInjection(p, governed, cfg);
+    if (d.kind !== "inject") throw new Error(d.kind);
+    const again = buildInjection(applyPatch(p, d.patch), governed, cfg);
+    expect(again).toEqual({ kind: "skip", reason: expect.stringMatching(/already injected/) });
+  });
+
+  it.each([
+    [
+      "no organization anywhere",
+      pod({ annotations: { "tollgate.dev/inject": "true" } }),
+      plain,
+      /tollgate\.dev\/organization/,
+    ],
+    [
+      "an invalid organization",
+      pod({ annotations: { "tollgate.dev/organization": "Not A Slug" } }),
+      governed,
+      /tollgate\.dev\/organization must be/,
+    ],
+    [
+      "invalid upstreams JSON",
+      pod({ annotations: { "tollgate.dev/upstreams": "{nope" } }),
+      governed,
+      /tollgate\.dev\/upstreams is not valid JSON/,
+    ],
+    [
+      "upstreams that are not an object",
+      pod({ annotations: { "tollgate.dev/upstreams": "42" } }),
+      governed,
+      /tollgate\.dev\/upstreams/,
+    ],
+    [
+      "an agent name that is too long",
+      pod({ annotations: { "tollgate.dev/agent-name": "x".repeat(201) } }),
+      governed,
+      /tollgate\.dev\/agent-name/,
+    ],
+    [
+      "a colliding volume",
+      pod({}, { containers: [{ name: "a" }], volumes: [{ name: "tollgate-api-key" }] }),
+      governed,
+      /spec\.volumes/,
+    ],
+  ] as const)("denies %s, naming the field", (_what, p, ns, message) => {
+    const d = buildInjection(p, ns, cfg);
+    expect(d.kind).toBe("deny");
+    if (d.kind === "deny") expect(d.message).toMatch(message);
+  });
+
+  it("escapes JSON Pointer segments", () => {
+    expect(pointerSegment("a/b~c")).toBe("a~1b~0c");
+  });
+});
