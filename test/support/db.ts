@@ -22,7 +22,7 @@ export const backend = (): "postgres" | "pglite" => {
 export async function freshDatabase(opts: { poolMax?: number } = {}): Promise<{ db: Database; url?: string; close(): Promise<void> }> {
   if (backend() === "pglite") {
     const dir = mkdtempSync(path.join(os.tmpdir(), "tg-pglite-"));
-    const db = await openPglite({ dataDir: null, socketDir: dir, max: opts.poolMax ?? 4 });
+    const db = await openPglite({ dataDir: null, socketDir: dir });
     await migrate(db);
     return {
       db,

@@ -69,22 +69,23 @@ export async function openPostgres(url: string, max = 10): Promise<Database> {
 
 /**
  * Opens (creating if needed) an embedded PGlite database in `dataDir` (or in memory when
- * dataDir is null) and serves it on a unix socket inside `socketDir`, multiplexing up to
- * `maxConnections` pg connections over PGlite's single connection.
+ * dataDir is null) and serves it on a unix socket inside `socketDir`.
+ *
+ * The pool holds ONE connection: pglite-socket multiplexes connections message by message, and
+ * under concurrent transactions (50 parallel receipt appends) that interleaving stalled. One
+ * connection serializes transactions in pg.Pool's queue instead — PGlite executes one query at
+ * a time anyway. Code must therefore never use the pool while holding a transaction (it would
+ * wait on itself); the service-pglite test project enforces that. See docs/adr/0002.
  */
-export async function openPglite(opts: { dataDir: string | null; socketDir: string; max?: number }): Promise<Database> {
+export async function openPglite(opts: { dataDir: string | null; socketDir: string }): Promise<Database> {
   const { PGlite } = await import("@electric-sql/pglite");
   const { PGLiteSocketServer } = await import("@electric-sql/pglite-socket");
   if (opts.dataDir) await mkdir(opts.dataDir, { recursive: true });
   await mkdir(opts.socketDir, { recursive: true });
   const db = opts.dataDir ? await PGlite.create(opts.dataDir) : await PGlite.create();
-  const max = opts.max ?? 4;
+  const max = 1;
   const port = 5432;
-  const server = new PGLiteSocketServer({
-    db,
-    path: path.join(opts.socketDir, `.s.PGSQL.${port}`),
-    maxConnections: max * 2,
-  });
+  const server = new PGLiteSocketServer({ db, path: path.join(opts.socketDir, `.s.PGSQL.${port}`), maxConnections: 2 });
   await server.start();
   const pool = new pg.Pool({ host: opts.socketDir, port, user: "postgres", database: "postgres", max });
   pool.on("error", () => {});
