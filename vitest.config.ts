@@ -38,6 +38,14 @@ export default defineConfig({
       },
       {
         test: {
+          name: "e2e",
+          include: ["test/e2e/**/*.test.ts"],
+          testTimeout: 120_000,
+          hookTimeout: 120_000,
+        },
+      },
+      {
+        test: {
           name: "kube",
           include: ["test/kube/**/*.test.ts"],
           testTimeout: 120_000,
