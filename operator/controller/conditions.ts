@@ -33,8 +33,13 @@ export const Reason = {
   KillSwitchActive: "KillSwitchActive",
   Paused: "Paused",
   DeleteFailed: "DeleteFailed",
+  SlugConflict: "SlugConflict",
 } as const;
 export type Reason = (typeof Reason)[keyof typeof Reason];
+
+/** Whether a failure with this reason may clear up without a spec change (retried with backoff). */
+export const isTransient = (reason: Reason): boolean =>
+  reason !== Reason.InvalidSpec && reason !== Reason.ServiceRejected && reason !== Reason.SlugConflict;
 
 /** What one reconcile achieved. */
 export type ReconcileOutcome =

@@ -1,0 +1,121 @@
+/**
+ * Runs reconcilers over the work queue: N workers take keys `kind/namespace/name`, call the
+ * reconciler of that kind, and requeue with per-key exponential backoff when it fails or asks to
+ * retry. A periodic resync re-adds every known key so drift in the service is repaired.
+ */
+import type { Logger } from "pino";
+import { type OperatorMetrics, ReconcileResult } from "../metrics.js";
+import { type ObjectKey, parseKey, type WorkQueue } from "./queue.js";
+
+/** What a reconcile asks the controller to do next. */
+export interface ReconcileReply {
+  /** Retry with the key's exponential backoff (transient failure). */
+  retry?: boolean;
+  /** Reconcile again after this many ms (e.g. waiting for another object). */
+  requeueAfterMs?: number;
+}
+
+/** One reconciler per kind. */
+export interface Reconciler {
+  kind: string;
+  /** Brings the world in line with the object `key` names; throwing counts as a transient failure. */
+  reconcile(key: ObjectKey): Promise<ReconcileReply>;
+  /** Keys of every object the reconciler knows (for periodic resync). */
+  keys(): string[];
+}
+
+/** Options of {@link Controller}. */
+export interface ControllerOptions {
+  queue: WorkQueue;
+  reconcilers: Reconciler[];
+  /** Concurrent workers (different keys only; one key is never processed twice at a time). */
+  workers: number;
+  /** Period of the full resync in ms; 0 disables it. */
+  resyncMs: number;
+  metrics: OperatorMetrics;
+  log: Logger;
+}
+
+/** Drives the reconcilers; see the module comment. */
+export class Controller {
+  private readonly byKind: Map<string, Reconciler>;
+  private workers: Promise<void>[] = [];
+  private resyncTimer: NodeJS.Timeout | undefined;
+
+  constructor(private readonly opts: ControllerOptions) {
+    this.byKind = new Map(opts.reconcilers.map((r) => [r.kind, r]));
+  }
+
+  /** Adds a key to the queue. */
+  enqueue(key: string): void {
+    this.opts.queue.add(key);
+    this.opts.metrics.queueDepth.set(this.opts.queue.length);
+  }
+
+  /** Starts the workers and the resync timer. */
+  start(): void {
+    for (let i = 0; i < this.opts.workers; i++) this.workers.push(this.work());
+    if (this.opts.resyncMs > 0) {
+      this.resyncTimer = setInterval(() => this.resync(), this.opts.resyncMs);
+      this.resyncTimer.unref();
+    }
+  }
+
+  /** Re-adds every known key. */
+  resync(): void {
+    for (const r of this.opts.reconcilers) for (const k of r.keys()) this.enqueue(k);
+  }
+
+  /** Stops taking keys and waits for in-flight reconciles to finish. */
+  async stop(): Promise<void> {
+    clearInterval(this.resyncTimer);
+    this.opts.queue.shutDown();
+    await Promise.all(this.workers);
+    this.workers = [];
+  }
+
+  private async work(): Promise<void> {
+    const { queue, metrics, log } = this.opts;
+    for (;;) {
+      const key = await queue.get();
+      if (key === undefined) return;
+      metrics.queueDepth.set(queue.length);
+      let parsed: ObjectKey;
+      try {
+        parsed = parseKey(key);
+      } catch {
+        queue.done(key);
+        continue;
+      }
+      const reconciler = this.byKind.get(parsed.kind);
+      if (!reconciler) {
+        queue.done(key);
+        continue;
+      }
+      const end = metrics.reconcileDuration.startTimer({ kind: parsed.kind });
+      let result: ReconcileResult = ReconcileResult.success;
+      try {
+        const reply = await reconciler.reconcile(parsed);
+        if (reply.retry) {
+          result = ReconcileResult.requeue;
+          queue.addRateLimited(key);
+        } else {
+          queue.forget(key);
+          if (reply.requeueAfterMs !== undefined) {
+            result = ReconcileResult.requeue;
+            queue.addAfter(key, reply.requeueAfterMs);
+          }
+        }
+      } catch (err) {
+        result = ReconcileResult.error;
+        const delay = queue.addRateLimited(key);
+        log.warn({ key, err: (err as Error).message, retryInMs: delay }, "reconcile failed");
+      } finally {
+        end();
+        metrics.reconciles.inc({ kind: parsed.kind, result });
+        queue.done(key);
+        metrics.queueDepth.set(queue.length);
+      }
+    }
+  }
+}

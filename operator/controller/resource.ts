@@ -1,0 +1,203 @@
+/**
+ * The reconcile loop shared by the three Tollgate kinds (kubebuilder conventions): not found
+ * means done; the finalizer is added before any outside side effect; a deleted object's
+ * configuration is removed from the service, then the finalizer; the spec is validated with its
+ * zod schema; status (observedGeneration, Ready, Synced) is written through the status
+ * subresource only when it changes; Events record failures and recoveries.
+ */
+import type { Logger } from "pino";
+import type { z } from "zod";
+import { FINALIZER, type KindDefinition, type TollgateResource } from "../crds/schema.js";
+import {
+  describeKubeError,
+  finalizersPatch,
+  type GroupObjects,
+  isNotFound,
+  statusOf,
+} from "../kube/clients.js";
+import type { EventRecorder } from "../kube/events.js";
+import type { RunningInformer } from "../kube/informer.js";
+import { ServiceError } from "../service/client.js";
+import {
+  eventFor,
+  isTransient,
+  nextStatus,
+  Reason,
+  type ReconcileOutcome,
+  statusChanged,
+} from "./conditions.js";
+import type { ReconcileReply, Reconciler } from "./controller.js";
+import { keyOf, type ObjectKey } from "./queue.js";
+
+/** The kind-specific part of a reconciler. */
+export interface KindHandler<Spec> {
+  /** Applies the validated spec to the service; service failures may be thrown as ServiceError. */
+  apply(obj: TollgateResource<Spec>, spec: Spec): Promise<ReconcileOutcome>;
+  /** Removes the object's configuration from the service; idempotent. */
+  finalize(obj: TollgateResource<Spec>): Promise<void>;
+  /** Called after the object was applied or finalized (e.g. to enqueue dependents). */
+  after?(obj: TollgateResource<Spec>): void;
+}
+
+/** Formats zod issues as `spec.a.b[0].c: message; ...` (at most 5). */
+export function formatIssues(error: z.ZodError, prefix = "spec"): string {
+  return error.issues
+    .slice(0, 5)
+    .map((i) => {
+      const path = i.path.reduce<string>(
+        (acc, p) => (typeof p === "number" ? `${acc}[${p}]` : `${acc}.${String(p)}`),
+        prefix,
+      );
+      return `${path}: ${i.message}`;
+    })
+    .join("; ");
+}
+
+/** Maps a failure of `apply` to a condition reason and message. Non-service errors are rethrown. */
+export function classifyFailure(err: unknown): { reason: Reason; message: string } {
+  if (err instanceof ServiceError) {
+    if (err.status === 400 || err.status === 422)
+      return { reason: Reason.ServiceRejected, message: err.message };
+    if (err.status === 404 && err.code === "TG_ERR_NOT_FOUND")
+      return { reason: Reason.OrganizationNotFound, message: err.message };
+    return { reason: Reason.ServiceUnavailable, message: err.message };
+  }
+  throw err;
+}
+
+/** Options of {@link ResourceReconciler}. */
+export interface ResourceReconcilerOptions<Spec> {
+  def: KindDefinition;
+  objects: GroupObjects<TollgateResource<Spec>>;
+  informer: RunningInformer<TollgateResource<Spec>>;
+  handler: KindHandler<Spec>;
+  events: EventRecorder;
+  log: Logger;
+  now?: () => Date;
+}
+
+/** Reconciler of one Tollgate kind. */
+export class ResourceReconciler<Spec> implements Reconciler {
+  readonly kind: string;
+
+  constructor(private readonly o: ResourceReconcilerOptions<Spec>) {
+    this.kind = o.def.kind;
+  }
+
+  keys(): string[] {
+    return this.o.informer
+      .list()
+      .map((obj) =>
+        keyOf({ kind: this.kind, namespace: obj.metadata.namespace ?? "", name: obj.metadata.name }),
+      );
+  }
+
+  async reconcile(key: ObjectKey): Promise<ReconcileReply> {
+    let obj = this.o.informer.get(key.name, key.namespace || undefined);
+    if (!obj) return {};
+    const finalizers = obj.metadata.finalizers ?? [];
+
+    if (obj.metadata.deletionTimestamp) {
+      if (!finalizers.includes(FINALIZER)) return {};
+      try {
+        await this.o.handler.finalize(obj);
+      } catch (err) {
+        const { message } = classifyFailure(err);
+        await this.writeStatus(obj, { kind: "failed", reason: Reason.DeleteFailed, message });
+        return { retry: true };
+      }
+      await this.setFinalizers(
+        obj,
+        finalizers.filter((f) => f !== FINALIZER),
+      );
+      this.o.log.info({ kind: this.kind, namespace: key.namespace, name: key.name }, "finalized");
+      this.o.handler.after?.(obj);
+      return {};
+    }
+
+    if (!finalizers.includes(FINALIZER)) {
+      const updated = await this.setFinalizers(obj, [...finalizers, FINALIZER]);
+      if (!updated) return {};
+      obj = updated;
+    }
+
+    const parsed = (this.o.def.spec as z.ZodType<Spec>).safeParse(obj.spec);
+    let outcome: ReconcileOutcome;
+    if (!parsed.success) {
+      outcome = { kind: "failed", reason: Reason.InvalidSpec, message: formatIssues(parsed.error) };
+    } else {
+      try {
+        outcome = await this.o.handler.apply(obj, parsed.data);
+      } catch (err) {
+        outcome = { kind: "failed", ...classifyFailure(err) };
+      }
+    }
+    await this.writeStatus(obj, outcome);
+    if (outcome.kind === "synced") {
+      this.o.handler.after?.(obj);
+      return {};
+    }
+    return isTransient(outcome.reason) ? { retry: true } : {};
+  }
+
+  /** Sets metadata.finalizers if the object is unchanged since read; returns the updated object. */
+  private async setFinalizers(
+    obj: TollgateResource<Spec>,
+    finalizers: string[],
+  ): Promise<TollgateResource<Spec> | undefined> {
+    const { name, namespace, resourceVersion } = obj.metadata;
+    try {
+      return await this.o.objects.patch(name, finalizersPatch(resourceVersion, finalizers), namespace);
+    } catch (err) {
+      if (isNotFound(err)) return undefined;
+      const status = statusOf(err);
+      if (status === 409 || status === 422)
+        throw new Error(`stale object, retrying: ${describeKubeError(err)}`);
+      throw new Error(`cannot update finalizers: ${describeKubeError(err)}`);
+    }
+  }
+
+  private async writeStatus(obj: TollgateResource<Spec>, outcome: ReconcileOutcome): Promise<void> {
+    const now = this.o.now?.() ?? new Date();
+    const next = nextStatus(obj.status, obj.metadata.generation ?? 0, outcome, now);
+    if (statusChanged(obj.status, next)) {
+      try {
+        await this.o.objects.patchStatus(
+          obj.metadata.name,
+          [{ op: "add", path: "/status", value: next }],
+          obj.metadata.namespace,
+        );
+      } catch (err) {
+        if (isNotFound(err)) return;
+        throw new Error(`cannot write status: ${describeKubeError(err)}`);
+      }
+    }
+    const event = eventFor(obj.status, next);
+    if (event) {
+      if (event.type === "Warning") {
+        this.o.log.warn(
+          {
+            kind: this.kind,
+            namespace: obj.metadata.namespace,
+            name: obj.metadata.name,
+            reason: event.reason,
+            message: event.message,
+          },
+          "not synced",
+        );
+      }
+      await this.o.events.record(
+        {
+          apiVersion: obj.apiVersion,
+          kind: obj.kind,
+          name: obj.metadata.name,
+          namespace: obj.metadata.namespace,
+          uid: obj.metadata.uid,
+        },
+        event.type,
+        event.reason,
+        event.message,
+      );
+    }
+  }
+}

@@ -1,0 +1,191 @@
+/**
+ * Client of the governance service's admin API (src/service/routes/admin.ts), authenticated with
+ * the service admin token (`Authorization: Bearer <token>`, read from a mounted Secret file on
+ * every call so a rotated Secret takes effect without a restart). Responses are validated with
+ * zod; errors carry the HTTP status and the service's error code, never the token.
+ */
+import { readFile } from "node:fs/promises";
+import { z } from "zod";
+import type { ApproverTeamBody, OrganizationBody, PolicyBody } from "../crds/mapping.js";
+
+/** A failed admin API call. `status` is 0 for network errors and timeouts. */
+export class ServiceError extends Error {
+  constructor(
+    readonly status: number,
+    readonly code: string,
+    message: string,
+  ) {
+    super(message);
+    this.name = "ServiceError";
+  }
+
+  /** Whether retrying the same request later may succeed (network, timeouts, 401/403, 404, 409, 429, 5xx). */
+  get transient(): boolean {
+    return this.status === 0 || this.status >= 500 || [401, 403, 404, 408, 409, 429].includes(this.status);
+  }
+}
+
+/** Reads the bearer token; throws an error naming the file (never its content) when unreadable. */
+export const tokenFromFile =
+  (file: string): (() => Promise<string>) =>
+  async () => {
+    try {
+      const token = (await readFile(file, "utf8")).trim();
+      if (!token) throw new Error("file is empty");
+      return token;
+    } catch (err) {
+      throw new ServiceError(
+        0,
+        "TOKEN_UNREADABLE",
+        `cannot read the service admin token from ${file}: ${(err as Error).message}`,
+      );
+    }
+  };
+
+/** Options of {@link ServiceClient}. */
+export interface ServiceClientOptions {
+  /** Base URL of the service, e.g. http://tollgate.tollgate-system.svc:8000. */
+  baseUrl: string;
+  /** Returns the service admin token. */
+  token: () => Promise<string>;
+  /** Per-request timeout in ms (default 10 000). */
+  timeoutMs?: number;
+}
+
+const Versioned = z.looseObject({ version: z.string() });
+const Deleted = z.looseObject({ deleted: z.boolean() });
+const MintedKey = z.looseObject({ key_id: z.string().min(1), api_key: z.string().min(1) });
+const KeyList = z.looseObject({
+  api_keys: z.array(
+    z.looseObject({ key_id: z.string(), name: z.string(), revoked_at: z.string().nullable() }),
+  ),
+});
+const ErrorBody = z.looseObject({ code: z.string().optional(), message: z.string().optional() });
+
+/** An API key as listed by the service (the secret itself is only returned at creation). */
+export type ApiKeyInfo = z.infer<typeof KeyList>["api_keys"][number];
+
+const seg = encodeURIComponent;
+
+/** The admin API calls the operator makes. Every method is idempotent except createApiKey. */
+export class ServiceClient {
+  private readonly baseUrl: string;
+  private readonly timeoutMs: number;
+
+  constructor(private readonly opts: ServiceClientOptions) {
+    this.baseUrl = opts.baseUrl.replace(/\/+$/, "");
+    this.timeoutMs = opts.timeoutMs ?? 10_000;
+  }
+
+  private async request<T>(method: string, path: string, schema: z.ZodType<T>, body?: unknown): Promise<T> {
+    const token = await this.opts.token();
+    let res: Response;
+    try {
+      res = await fetch(`${this.baseUrl}${path}`, {
+        method,
+        headers: {
+          authorization: `Bearer ${token}`,
+          ...(body !== undefined && { "content-type": "application/json" }),
+        },
+        body: body === undefined ? undefined : JSON.stringify(body),
+        signal: AbortSignal.timeout(this.timeoutMs),
+      });
+    } catch (err) {
+      const e = err as Error;
+      const what =
+        e.name === "TimeoutError"
+          ? `timed out after ${this.timeoutMs} ms`
+          : ((e.cause as Error)?.message ?? e.message);
+      throw new ServiceError(0, "UNREACHABLE", `${method} ${path}: ${what}`);
+    }
+    const text = await res.text();
+    let json: unknown;
+    try {
+      json = text ? JSON.parse(text) : {};
+    } catch {
+      json = {};
+    }
+    if (!res.ok) {
+      const e = ErrorBody.safeParse(json);
+      const code = (e.success && e.data.code) || `HTTP_${res.status}`;
+      const message = (e.success && e.data.message) || res.statusText;
+      throw new ServiceError(res.status, code, `${method} ${path}: ${res.status} ${code}: ${message}`);
+    }
+    const parsed = schema.safeParse(json);
+    if (!parsed.success) {
+      throw new ServiceError(
+        502,
+        "BAD_RESPONSE",
+        `${method} ${path}: unexpected response: ${parsed.error.issues[0]?.message}`,
+      );
+    }
+    return parsed.data;
+  }
+
+  /** PUT /v1/admin/organizations/{slug}; answers the organization's config version. */
+  putOrganization(slug: string, body: OrganizationBody) {
+    return this.request("PUT", `/v1/admin/organizations/${seg(slug)}`, Versioned, body);
+  }
+
+  /** DELETE /v1/admin/organizations/{slug} (cascades to policies, teams and API keys). */
+  deleteOrganization(slug: string) {
+    return this.request("DELETE", `/v1/admin/organizations/${seg(slug)}`, Deleted);
+  }
+
+  /** PUT /v1/admin/organizations/{slug}/policies/{name}. */
+  putPolicy(slug: string, name: string, body: PolicyBody) {
+    return this.request("PUT", `/v1/admin/organizations/${seg(slug)}/policies/${seg(name)}`, Versioned, body);
+  }
+
+  /** DELETE /v1/admin/organizations/{slug}/policies/{name}; a missing organization counts as deleted. */
+  deletePolicy(slug: string, name: string) {
+    return this.ignoreMissing(
+      this.request("DELETE", `/v1/admin/organizations/${seg(slug)}/policies/${seg(name)}`, Deleted),
+    );
+  }
+
+  /** PUT /v1/admin/organizations/{slug}/approver-teams/{name}. */
+  putApproverTeam(slug: string, name: string, body: ApproverTeamBody) {
+    return this.request(
+      "PUT",
+      `/v1/admin/organizations/${seg(slug)}/approver-teams/${seg(name)}`,
+      Versioned,
+      body,
+    );
+  }
+
+  /** DELETE /v1/admin/organizations/{slug}/approver-teams/{name}; a missing organization counts as deleted. */
+  deleteApproverTeam(slug: string, name: string) {
+    return this.ignoreMissing(
+      this.request("DELETE", `/v1/admin/organizations/${seg(slug)}/approver-teams/${seg(name)}`, Deleted),
+    );
+  }
+
+  /** POST /v1/admin/organizations/{slug}/api-keys: mints a key (the secret is in `api_key`). */
+  createApiKey(slug: string, name: string, role: "client" | "admin" = "client") {
+    return this.request("POST", `/v1/admin/organizations/${seg(slug)}/api-keys`, MintedKey, { name, role });
+  }
+
+  /** GET /v1/admin/organizations/{slug}/api-keys. */
+  async listApiKeys(slug: string): Promise<ApiKeyInfo[]> {
+    return (await this.request("GET", `/v1/admin/organizations/${seg(slug)}/api-keys`, KeyList)).api_keys;
+  }
+
+  /** POST /v1/admin/organizations/{slug}/api-keys/{key_id}/revoke (idempotent). */
+  async revokeApiKey(slug: string, keyId: string): Promise<void> {
+    await this.request(
+      "POST",
+      `/v1/admin/organizations/${seg(slug)}/api-keys/${seg(keyId)}/revoke`,
+      z.looseObject({ revoked: z.boolean() }),
+    );
+  }
+
+  private async ignoreMissing(p: Promise<{ deleted: boolean }>): Promise<{ deleted: boolean }> {
+    try {
+      return await p;
+    } catch (err) {
+      if (err instanceof ServiceError && err.status === 404) return { deleted: false };
+      throw err;
+    }
+  }
+}

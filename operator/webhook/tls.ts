@@ -1,0 +1,151 @@
+/**
+ * Serving certificates of the webhook. Self-signed mode: every replica shares one CA and
+ * serving certificate stored in a Secret (created by the first replica, regenerated when it
+ * nears expiry or lacks a host), and keeps the CA in the caBundle of every webhook of the
+ * MutatingWebhookConfiguration. cert-manager mode: the certificate is read from files that
+ * cert-manager maintains and its CA injector sets the caBundle; the operator touches neither.
+ */
+import { readFile } from "node:fs/promises";
+import path from "node:path";
+import type { Logger } from "pino";
+import {
+  describeKubeError,
+  type GroupObjects,
+  isConflict,
+  isNotFound,
+  type JsonPatch,
+} from "../kube/clients.js";
+import type { CoreV1Api, V1Secret } from "../kube/k8s.js";
+import { createWebhookPki, pkiUsable, type WebhookPki } from "./certs.js";
+
+/** The serving certificate and key in PEM (secrets), plus the CA when self-managed. */
+export interface ServingCert {
+  cert: string;
+  key: string;
+  caCert?: string;
+}
+
+const Keys = { caCert: "ca.crt", caKey: "ca.key", cert: "tls.crt", key: "tls.key" } as const;
+
+const fromSecret = (s: V1Secret): WebhookPki | undefined => {
+  const d = s.data ?? {};
+  const get = (k: string) => (d[k] ? Buffer.from(d[k], "base64").toString("utf8") : undefined);
+  const caCert = get(Keys.caCert);
+  const caKey = get(Keys.caKey);
+  const cert = get(Keys.cert);
+  const key = get(Keys.key);
+  return caCert && caKey && cert && key ? { caCert, caKey, cert, key } : undefined;
+};
+
+const secretBody = (
+  name: string,
+  namespace: string,
+  pki: WebhookPki,
+  resourceVersion?: string,
+): V1Secret => ({
+  apiVersion: "v1",
+  kind: "Secret",
+  metadata: {
+    name,
+    namespace,
+    resourceVersion,
+    labels: {
+      "app.kubernetes.io/managed-by": "tollgate-operator",
+      "app.kubernetes.io/component": "webhook-tls",
+    },
+  },
+  type: "kubernetes.io/tls",
+  data: {
+    [Keys.caCert]: Buffer.from(pki.caCert).toString("base64"),
+    [Keys.caKey]: Buffer.from(pki.caKey).toString("base64"),
+    [Keys.cert]: Buffer.from(pki.cert).toString("base64"),
+    [Keys.key]: Buffer.from(pki.key).toString("base64"),
+  },
+});
+
+/**
+ * Returns usable PKI from Secret `name` in `namespace`, creating or regenerating it when needed.
+ * Concurrent replicas converge on whichever Secret was written first (409 → read again).
+ */
+export async function ensureWebhookPki(
+  core: CoreV1Api,
+  namespace: string,
+  name: string,
+  hosts: string[],
+  log: Logger,
+): Promise<WebhookPki> {
+  for (let attempt = 0; attempt < 5; attempt++) {
+    let existing: V1Secret | undefined;
+    try {
+      existing = await core.readNamespacedSecret({ name, namespace });
+    } catch (err) {
+      if (!isNotFound(err))
+        throw new Error(`cannot read Secret ${namespace}/${name}: ${describeKubeError(err)}`);
+    }
+    const stored = existing && fromSecret(existing);
+    if (stored && (await pkiUsable(stored, hosts))) return stored;
+    const pki = await createWebhookPki(hosts);
+    try {
+      if (existing) {
+        await core.replaceNamespacedSecret({
+          name,
+          namespace,
+          body: secretBody(name, namespace, pki, existing.metadata?.resourceVersion),
+        });
+      } else {
+        await core.createNamespacedSecret({ namespace, body: secretBody(name, namespace, pki) });
+      }
+      log.info({ secret: `${namespace}/${name}`, hosts }, "webhook certificate issued");
+      return pki;
+    } catch (err) {
+      if (!isConflict(err))
+        throw new Error(`cannot write Secret ${namespace}/${name}: ${describeKubeError(err)}`);
+    }
+  }
+  throw new Error(`Secret ${namespace}/${name} keeps changing; giving up`);
+}
+
+/** Reads tls.crt and tls.key from a directory (cert-manager mode). */
+export async function readCertDir(dir: string): Promise<ServingCert> {
+  const [cert, key] = await Promise.all([
+    readFile(path.join(dir, "tls.crt"), "utf8"),
+    readFile(path.join(dir, "tls.key"), "utf8"),
+  ]);
+  return { cert, key };
+}
+
+/** MutatingWebhookConfiguration as plain JSON (only what the operator reads). */
+export interface WebhookConfigurationObject {
+  metadata?: { name?: string };
+  webhooks?: Array<{ name: string; clientConfig?: { caBundle?: string } }>;
+}
+
+/**
+ * Sets `caPem` as the caBundle of every webhook of the configuration `name`. Returns false when
+ * the configuration does not exist (yet); true when it holds the bundle afterwards.
+ */
+export async function publishCaBundle(
+  configs: GroupObjects<WebhookConfigurationObject>,
+  name: string,
+  caPem: string,
+  log: Logger,
+): Promise<boolean> {
+  let config: WebhookConfigurationObject;
+  try {
+    config = await configs.get(name);
+  } catch (err) {
+    if (isNotFound(err)) return false;
+    throw new Error(`cannot read MutatingWebhookConfiguration ${name}: ${describeKubeError(err)}`);
+  }
+  const bundle = Buffer.from(caPem).toString("base64");
+  const patch: JsonPatch = [];
+  (config.webhooks ?? []).forEach((w, i) => {
+    if (w.clientConfig?.caBundle !== bundle) {
+      patch.push({ op: "add", path: `/webhooks/${i}/clientConfig/caBundle`, value: bundle });
+    }
+  });
+  if (patch.length === 0) return true;
+  await configs.patch(name, patch);
+  log.info({ configuration: name, webhooks: patch.length }, "caBundle published");
+  return true;
+}
