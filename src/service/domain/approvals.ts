@@ -9,8 +9,10 @@ import type { PolicyDecision } from "../../policy/schema.js";
 import type { Clock } from "../clock.js";
 import type { Database, Queryable } from "../db/pool.js";
 import { conflict, notFound } from "../errors.js";
+import { signApprovalResolution } from "./approval-attestation.js";
 import { cumulativeMetrics, metricsUpdateSql, metricsUpdateValues, type ChainRow } from "./chains.js";
 import { enqueueJob } from "./jobs.js";
+import type { SigningKey, SigningKeys } from "./keys.js";
 import { approverRecipients } from "./orgs.js";
 
 /** Approval status values (the spec leaves them open; see README). */
@@ -165,19 +167,21 @@ async function resolve(
 /**
  * Approves or denies a pending approval (spec: "Reviewer approves" / "Reviewer denies").
  * Approving may grant a time-boxed exception scoped to the original action's agent, action type
- * and destination domain. Denial leaves the chain open.
+ * and destination domain. Denial leaves the chain open. With `keys`, the resolution is signed
+ * with the active "approval" Ed25519 key in the same transaction (approval-attestation.ts).
  * @throws ApiError 404 unknown approval (or another organization's); 409 TG_ERR_APPROVAL_RESOLVED
  *   when it was already decided, timed out or cancelled.
  */
 export async function decideApproval(
   db: Database,
-  opts: { orgId: string; approvalId: string; body: DecideApproval; decidedBy: string; clock: Clock },
+  opts: { orgId: string; approvalId: string; body: DecideApproval; decidedBy: string; clock: Clock; keys?: SigningKeys },
 ) {
   const nowMs = opts.clock.nowMs();
+  const approvalKey = opts.keys ? await opts.keys.active("approval") : null;
   await db.tx(async (q) => {
     const a = await lockApproval(q, opts.approvalId, opts.orgId);
     if (a.status === "pending" && new Date(a.expires_at).getTime() <= nowMs) {
-      await timeOut(q, a, nowMs);
+      await timeOut(q, a, nowMs, approvalKey);
       a.status = "timed_out";
     }
     if (a.status !== "pending") {
@@ -200,6 +204,7 @@ export async function decideApproval(
         notes,
         nowMs,
       });
+      if (approvalKey) await signApprovalResolution(q, a.id, approvalKey);
       return;
     }
     const ev = await q.query("SELECT agent_name, action_type, facts FROM chain_events WHERE id = $1", [a.event_id]);
@@ -249,11 +254,12 @@ export async function decideApproval(
         ...metricsUpdateValues(delta, event.agent_name),
       ]);
     }
+    if (approvalKey) await signApprovalResolution(q, a.id, approvalKey);
   });
   return getApproval(db, opts.orgId, opts.approvalId);
 }
 
-async function timeOut(q: Queryable, a: ApprovalRow, nowMs: number): Promise<void> {
+async function timeOut(q: Queryable, a: ApprovalRow, nowMs: number, key?: SigningKey | null): Promise<void> {
   const org = await q.query("SELECT approval_timeout_hours FROM organizations WHERE id = $1", [a.org_id]);
   const condition = timeoutCondition(org.rows[0]?.approval_timeout_hours ?? 24);
   await resolve(q, a, {
@@ -268,14 +274,28 @@ async function timeOut(q: Queryable, a: ApprovalRow, nowMs: number): Promise<voi
     notes: null,
     nowMs,
   });
+  if (key) await signApprovalResolution(q, a.id, key);
 }
 
-/** Job handler: marks a still-pending approval timed out. Idempotent. */
-export async function timeoutApprovalJob(db: Database, approvalId: string, nowMs: number): Promise<void> {
+/**
+ * Job handler: marks a still-pending approval timed out. Idempotent. With `keys`, signs the
+ * timeout; it also signs a timeout that was recorded unsigned (timed out on read by a caller
+ * without keys), so every timeout is signed by the time its job has run.
+ */
+export async function timeoutApprovalJob(
+  db: Database,
+  approvalId: string,
+  nowMs: number,
+  keys?: SigningKeys,
+): Promise<void> {
+  const key = keys ? await keys.active("approval") : null;
   await db.tx(async (q) => {
     const { rows } = await q.query<ApprovalRow>("SELECT * FROM approvals WHERE id = $1 FOR UPDATE", [approvalId]);
     const a = rows[0];
-    if (a?.status === "pending") await timeOut(q, a, nowMs);
+    if (a?.status === "pending") await timeOut(q, a, nowMs, key);
+    else if (key && a?.status === "timed_out" && (a as { signature?: string | null }).signature == null) {
+      await signApprovalResolution(q, a.id, key);
+    }
   });
 }
 
@@ -291,8 +311,16 @@ export async function escalateApprovalJob(db: Database, approvalId: string, nowM
   });
 }
 
-/** Cancels the chain's pending approval when the chain is completed while it waits. */
-export async function cancelPendingApprovals(q: Queryable, chainId: string, nowMs: number): Promise<void> {
+/**
+ * Cancels the chain's pending approval when the chain is completed while it waits. With `key`
+ * (the active "approval" key, fetched before the transaction), signs each cancellation.
+ */
+export async function cancelPendingApprovals(
+  q: Queryable,
+  chainId: string,
+  nowMs: number,
+  key?: SigningKey | null,
+): Promise<void> {
   const { rows } = await q.query<ApprovalRow>(
     "SELECT * FROM approvals WHERE chain_id = $1 AND status = 'pending' FOR UPDATE",
     [chainId],
@@ -305,6 +333,7 @@ export async function cancelPendingApprovals(q: Queryable, chainId: string, nowM
       notes: null,
       nowMs,
     });
+    if (key) await signApprovalResolution(q, a.id, key);
   }
 }
 
@@ -352,7 +381,7 @@ export async function getApproval(db: Database, orgId: string, approvalId: strin
  */
 export async function approvalStatus(
   db: Database,
-  opts: { orgId: string; chainId: string; approvalId?: string; clock: Clock },
+  opts: { orgId: string; chainId: string; approvalId?: string; clock: Clock; keys?: SigningKeys },
 ) {
   const nowMs = opts.clock.nowMs();
   const chain = await db.query<ChainRow>("SELECT * FROM chains WHERE id = $1 AND org_id = $2", [opts.chainId, opts.orgId]);
@@ -364,7 +393,7 @@ export async function approvalStatus(
   let row = rows[0];
   if (opts.approvalId && !row) throw notFound("Approval");
   if (row?.status === "pending" && new Date(row.expires_at).getTime() <= nowMs) {
-    await timeoutApprovalJob(db, row.id, nowMs);
+    await timeoutApprovalJob(db, row.id, nowMs, opts.keys);
     return approvalStatus(db, opts);
   }
   return {

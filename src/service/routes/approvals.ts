@@ -44,6 +44,7 @@ export const approvalRoutes: FastifyPluginAsyncZod = async (app) => {
         body: req.body,
         decidedBy: principalLabel(req.principal!),
         clock: tg.clock,
+        keys: tg.keys,
       });
       const waited = (Date.parse(result.decided_at ?? result.requested_at) - Date.parse(result.requested_at)) / 1000;
       tg.metrics.approvalWait.observe({ status: result.status }, Math.max(0, waited));

@@ -1,0 +1,138 @@
+/**
+ * The `tollgate` command line (bin/tollgate.mjs runs this through tsx).
+ *
+ *   tollgate verify <export.json|-> [--jwks <file-or-url>] [--json]
+ *
+ * Verifies a receipt export (GET /v1/receipts/export) offline: Ed25519 signatures against the
+ * service's published keys, hash links, numbering, the export attestation. Without --jwks the
+ * keys embedded in the export are used, which proves consistency but not origin (anyone who
+ * rewrites the file can rewrite its keys); pass the service's
+ * /.well-known/tollgate/receipt-keys.json for that.
+ *
+ * Exit codes: 0 valid, 1 invalid, 2 usage or input error (bad arguments, unreadable file, not an
+ * export, keys that are not an Ed25519 JWKS, JWKS URL unreachable).
+ */
+import { readFile } from "node:fs/promises";
+import { Command, CommanderError } from "commander";
+import { formatReport } from "./format.js";
+import { ExportInputError, importJwks, type KeysSource, parseExport, verifyExport } from "./verify-export.js";
+
+/** Exit codes of the CLI. */
+export const ExitCode = { valid: 0, invalid: 1, usage: 2 } as const;
+export type ExitCode = (typeof ExitCode)[keyof typeof ExitCode];
+
+/** Where output goes; injectable for tests. */
+export interface Io {
+  stdout: (text: string) => void;
+  stderr: (text: string) => void;
+  readStdin: () => Promise<string>;
+  fetch: typeof fetch;
+}
+
+const defaultIo: Io = {
+  stdout: (t) => process.stdout.write(t),
+  stderr: (t) => process.stderr.write(t),
+  readStdin: async () => {
+    const chunks: Buffer[] = [];
+    for await (const chunk of process.stdin) chunks.push(chunk as Buffer);
+    return Buffer.concat(chunks).toString("utf8");
+  },
+  fetch: (...args) => fetch(...args),
+};
+
+class UsageError extends Error {}
+
+async function readJson(what: string, text: Promise<string>): Promise<unknown> {
+  let raw: string;
+  try {
+    raw = await text;
+  } catch (err) {
+    throw new UsageError(
+      `cannot read ${what}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`,
+    );
+  }
+  try {
+    return JSON.parse(raw);
+  } catch {
+    throw new UsageError(`${what} is not JSON`);
+  }
+}
+
+async function loadJwks(source: string, io: Io): Promise<{ jwks: unknown; kind: KeysSource }> {
+  if (/^https?:\/\//i.test(source)) {
+    let res: Response;
+    try {
+      res = await io.fetch(source, {
+        signal: AbortSignal.timeout(10_000),
+        headers: { accept: "application/json" },
+      });
+    } catch (err) {
+      throw new UsageError(`cannot fetch --jwks ${source}: ${(err as Error).message}`);
+    }
+    if (!res.ok) throw new UsageError(`cannot fetch --jwks ${source}: HTTP ${res.status}`);
+    return { jwks: await readJson(`--jwks ${source}`, res.text()), kind: "url" };
+  }
+  return { jwks: await readJson(`--jwks ${source}`, readFile(source, "utf8")), kind: "file" };
+}
+
+async function verifyCommand(
+  file: string,
+  opts: { jwks?: string; json?: boolean },
+  io: Io,
+): Promise<ExitCode> {
+  const doc = await readJson(
+    file === "-" ? "standard input" : file,
+    file === "-" ? io.readStdin() : readFile(file, "utf8"),
+  );
+  const exp = parseExport(doc);
+  const { jwks, kind } = opts.jwks
+    ? await loadJwks(opts.jwks, io)
+    : { jwks: exp.jwks, kind: "export" as const };
+  const report = verifyExport(doc, importJwks(jwks), kind);
+  io.stdout(opts.json ? `${JSON.stringify(report, null, 2)}\n` : formatReport(report, opts.jwks ?? null));
+  return report.overall_status === "valid" ? ExitCode.valid : ExitCode.invalid;
+}
+
+/** Runs the CLI with `argv` (without node and script); resolves to the exit code. */
+export async function main(argv: string[], io: Io = defaultIo): Promise<ExitCode> {
+  let code: ExitCode = ExitCode.usage;
+  const program = new Command()
+    .name("tollgate")
+    .description("Tollgate command line tools")
+    .exitOverride()
+    .configureOutput({ writeOut: io.stdout, writeErr: io.stderr })
+    .showHelpAfterError();
+  program
+    .command("verify")
+    .description(
+      "verify an exported receipt chain offline (signatures, hash links, numbering) without the HMAC key; exit 0 valid, 1 invalid, 2 usage error",
+    )
+    .argument("<export>", "export file from GET /v1/receipts/export, or - for standard input")
+    .option(
+      "--jwks <file-or-url>",
+      "trusted receipt keys: a JWKS file or URL (e.g. <service>/.well-known/tollgate/receipt-keys.json)",
+    )
+    .option("--json", "print the report as JSON")
+    .action(async (file: string, opts: { jwks?: string; json?: boolean }) => {
+      code = await verifyCommand(file, opts, io);
+    });
+  try {
+    if (argv.length === 0) {
+      io.stderr(program.helpInformation());
+      return ExitCode.usage;
+    }
+    await program.parseAsync(argv, { from: "user" });
+    return code;
+  } catch (err) {
+    if (err instanceof CommanderError) {
+      return ["commander.helpDisplayed", "commander.help", "commander.version"].includes(err.code)
+        ? ExitCode.valid
+        : ExitCode.usage;
+    }
+    if (err instanceof UsageError || err instanceof ExportInputError) {
+      io.stderr(`tollgate: ${err.message}\n`);
+      return ExitCode.usage;
+    }
+    throw err;
+  }
+}

@@ -1,0 +1,498 @@
+/**
+ * Verification v2 (spec: "Verification results", "Versioning"): server-attested verification of
+ * stored receipts and approvals, and the minimized and legacy views derived from it.
+ *
+ * Receipts: integrity = the HMAC over the stored canonical receipt recomputed with the service's
+ * key, plus the stored row agreeing with its body (receipt id, number, sequence, organization,
+ * chain, and the stored receipt_hash column); chain = the link to the organization's previous
+ * stored receipt (predecessor present, its hash matches, sequence unbroken); signature = the
+ * receipt's Ed25519 attestation against the service's receipt keys.
+ *
+ * Approvals: integrity = the signed payload equals the payload recomputed from the row's current
+ * columns; signature = Ed25519 over the recomputed payload with the recorded key; key_status per
+ * the rule of {@link keyStatusOf}; external anchors are not configured and never override local
+ * results.
+ *
+ * Results never carry raw bodies, HMACs, signatures or hashes; problem texts name receipt
+ * numbers only.
+ */
+import { createPublicKey, type KeyObject } from "node:crypto";
+import { DEFAULT_API_KEY_PREFIX, DEFAULT_SENSITIVE_VALUE_PREFIXES } from "../../policy/sanitize.js";
+import { ed25519Verify } from "../../receipts/ed25519.js";
+import { parseReceiptNumber } from "../../receipts/number.js";
+import type { SignedReceipt } from "../../receipts/schema.js";
+import { receiptHash } from "../../receipts/sign.js";
+import { verifyReceipt } from "../../receipts/verify.js";
+import type { Queryable } from "../db/pool.js";
+import { notFound } from "../errors.js";
+import {
+  type AttestedApprovalRow,
+  approvalAttestationPayload,
+  attestationSelect,
+} from "./approval-attestation.js";
+import type { KeyPurpose } from "./keys.js";
+
+/** Overall result. Receipts: valid | invalid. Approvals add pending and unsigned. */
+export const OverallStatus = {
+  /** Every local check passed. */
+  valid: "valid",
+  /** At least one local check failed. */
+  invalid: "invalid",
+  /** Approval not decided yet: nothing to verify. */
+  pending: "pending",
+  /** Approval resolved without an attestation (resolved before signing was enabled, or by a path without keys). */
+  unsigned: "unsigned",
+} as const;
+export type OverallStatus = (typeof OverallStatus)[keyof typeof OverallStatus];
+
+/** Integrity status: valid | invalid; not_evaluated for approvals without an attestation. */
+export const IntegrityStatus = {
+  valid: "valid",
+  invalid: "invalid",
+  not_evaluated: "not_evaluated",
+} as const;
+export type IntegrityStatus = (typeof IntegrityStatus)[keyof typeof IntegrityStatus];
+
+/** Chain (link) status of a receipt: see LinkStatusSchema in src/receipts/schema.ts. */
+export const ChainStatus = { valid: "valid", genesis: "genesis", broken: "broken", gap: "gap" } as const;
+export type ChainStatus = (typeof ChainStatus)[keyof typeof ChainStatus];
+
+/** Ed25519 signature status. */
+export const SignatureStatus = {
+  valid: "valid",
+  invalid: "invalid",
+  /** The artifact should carry a signature and has none. */
+  missing: "missing",
+  /** Signed with a key id the service has no record of (for this purpose). */
+  unknown_key: "unknown_key",
+  /** Nothing signed yet (pending approval). */
+  not_applicable: "not_applicable",
+} as const;
+export type SignatureStatus = (typeof SignatureStatus)[keyof typeof SignatureStatus];
+
+/** Key-trust status of the signing key. */
+export const KeyStatus = {
+  /** The service's current (active) key of that purpose. */
+  trusted: "trusted",
+  /** A historical (retired by rotation) key: not evaluated until the key-registry work completes (spec). */
+  not_evaluated: "not_evaluated",
+  /** The key id is not in the service's key store. */
+  unknown: "unknown",
+  /** No signature to attribute to a key. */
+  not_applicable: "not_applicable",
+} as const;
+export type KeyStatus = (typeof KeyStatus)[keyof typeof KeyStatus];
+
+/** External anchor status: no timestamp authority or blockchain anchoring is configured. */
+export const AnchorStatus = { not_configured: "not_configured" } as const;
+export type AnchorStatus = (typeof AnchorStatus)[keyof typeof AnchorStatus];
+
+interface SignatureView {
+  status: SignatureStatus;
+  algorithm: "Ed25519";
+  kid: string | null;
+  key_status: KeyStatus;
+}
+
+/** GET /v1/verification/v2/receipts/{receipt_id} response. */
+export interface ReceiptVerification {
+  artifact_type: "receipt";
+  receipt_id: string;
+  receipt_number: string;
+  chain_id: string;
+  /** Position in the organization's receipt chain (1 = genesis). */
+  sequence: number;
+  overall_status: "valid" | "invalid";
+  integrity: { status: "valid" | "invalid" };
+  chain: { status: ChainStatus; predecessor_receipt_number: string | null };
+  signature: SignatureView;
+  timestamp_authority_anchor: { status: AnchorStatus };
+  blockchain_anchor: { status: AnchorStatus };
+  /** Human-readable reasons for every failed check; empty when valid. */
+  problems: string[];
+  verified_at: string;
+}
+
+/** Admin-only allowlisted audit context of an approval verification. */
+export interface ApprovalAuditContext {
+  decided_by: string | null;
+  decision: string;
+  exception: { duration: string | null; expires_at: string | null } | null;
+  /** A generated sentence plus the reviewer's notes, sanitized (secrets and e-mail addresses redacted, ≤ 280 characters of notes). */
+  review_summary: string;
+}
+
+/** GET /v1/verification/v2/approvals/{approval_id} response (audit_context for admins only). */
+export interface ApprovalVerification {
+  artifact_type: "approval";
+  approval_id: string;
+  chain_id: string;
+  /** The approval status: pending | approved | denied | timed_out | cancelled. */
+  status: string;
+  requested_at: string;
+  decided_at: string | null;
+  overall_status: OverallStatus;
+  integrity: { status: IntegrityStatus };
+  signature: SignatureView;
+  timestamp_authority_anchor: { status: AnchorStatus };
+  blockchain_anchor: { status: AnchorStatus };
+  problems: string[];
+  verified_at: string;
+  audit_context?: ApprovalAuditContext;
+}
+
+/** The minimized public result (spec: public verification) and nothing else. */
+export interface PublicVerificationResult {
+  artifact_type: "receipt" | "approval";
+  verification_status: OverallStatus;
+  integrity_status: IntegrityStatus;
+  signature_status: SignatureStatus;
+  key_status: KeyStatus;
+  timestamp_anchor_status: AnchorStatus;
+  verified_at: string;
+}
+
+/** The legacy shape of GET /v1/receipts/{receipt_id}/verify (compatibility only). */
+export interface LegacyReceiptVerification {
+  receipt_id: string;
+  receipt_number: string;
+  valid: boolean;
+  signature_valid: boolean;
+  chain_valid: boolean;
+  verified_at: string;
+}
+
+interface StoredKey {
+  publicKey: KeyObject;
+  retired: boolean;
+}
+
+/**
+ * Key-trust rule (spec: "historical approval signing keys report not_evaluated until the
+ * key-registry work completes"): a key is historical once a rotation retired it. The active key
+ * of the purpose is trusted; a retired key is not_evaluated; a kid the service never created for
+ * that purpose is unknown. The same rule applies to receipt keys.
+ */
+export function keyStatusOf(key: StoredKey | undefined): KeyStatus {
+  if (!key) return KeyStatus.unknown;
+  return key.retired ? KeyStatus.not_evaluated : KeyStatus.trusted;
+}
+
+async function loadKeys(q: Queryable, purpose: KeyPurpose): Promise<Map<string, StoredKey>> {
+  const { rows } = await q.query(
+    "SELECT kid, public_key_pem, retired_at FROM signing_keys WHERE purpose = $1",
+    [purpose],
+  );
+  return new Map(
+    rows.map((r) => [
+      r.kid as string,
+      { publicKey: createPublicKey(r.public_key_pem), retired: r.retired_at !== null },
+    ]),
+  );
+}
+
+const anchors = () => ({
+  timestamp_authority_anchor: { status: AnchorStatus.not_configured },
+  blockchain_anchor: { status: AnchorStatus.not_configured },
+});
+
+function parseBody(text: string): SignedReceipt | null {
+  try {
+    const value = JSON.parse(text);
+    return typeof value === "object" && value !== null && !Array.isArray(value) ? value : null;
+  } catch {
+    return null;
+  }
+}
+
+interface ReceiptRow {
+  id: string;
+  org_id: string;
+  chain_id: string;
+  sequence: number;
+  receipt_number: string;
+  body: string;
+  receipt_hash: string;
+}
+
+/** Loads a receipt row of the organization; null when absent. */
+export async function findReceiptRow(
+  q: Queryable,
+  orgId: string,
+  receiptId: string,
+): Promise<ReceiptRow | null> {
+  const { rows } = await q.query<ReceiptRow>(
+    "SELECT id, org_id, chain_id, sequence, receipt_number, body, receipt_hash FROM receipts WHERE id = $1 AND org_id = $2",
+    [receiptId, orgId],
+  );
+  return rows[0] ?? null;
+}
+
+/**
+ * Server-attested verification of one stored receipt of an organization.
+ * @throws ApiError 404 when the receipt does not exist in the organization.
+ */
+export async function verifyStoredReceipt(
+  q: Queryable,
+  opts: { orgId: string; receiptId: string; hmacKey: Buffer; nowMs: number },
+): Promise<ReceiptVerification> {
+  const row = await findReceiptRow(q, opts.orgId, opts.receiptId);
+  if (!row) throw notFound("Receipt");
+  const sequence = Number(row.sequence);
+  const org = await q.query("SELECT slug FROM organizations WHERE id = $1", [opts.orgId]);
+  const slug: string = org.rows[0]?.slug;
+  const pred = await q.query<ReceiptRow>(
+    "SELECT id, sequence, receipt_number, body FROM receipts WHERE org_id = $1 AND sequence < $2 ORDER BY sequence DESC LIMIT 1",
+    [opts.orgId, sequence],
+  );
+  const predRow = pred.rows[0] ?? null;
+  const keys = await loadKeys(q, "receipt");
+  const name = row.receipt_number;
+  const base = {
+    artifact_type: "receipt" as const,
+    receipt_id: row.id,
+    receipt_number: row.receipt_number,
+    chain_id: row.chain_id,
+    sequence,
+  };
+  const receipt = parseBody(row.body);
+  if (!receipt) {
+    return {
+      ...base,
+      overall_status: "invalid",
+      integrity: { status: "invalid" },
+      chain: { status: "broken", predecessor_receipt_number: predRow?.receipt_number ?? null },
+      signature: { status: "invalid", algorithm: "Ed25519", kid: null, key_status: KeyStatus.not_applicable },
+      ...anchors(),
+      problems: [`the stored body of ${name} cannot be read`],
+      verified_at: new Date(opts.nowMs).toISOString(),
+    };
+  }
+
+  const problems: string[] = [];
+  let predecessor: SignedReceipt | null = null;
+  let predecessorUnreadable = false;
+  if (predRow) {
+    predecessor = parseBody(predRow.body);
+    predecessorUnreadable = predecessor === null;
+  }
+  const publicKeys = new Map([...keys].map(([kid, k]) => [kid, k.publicKey]));
+  const check = verifyReceipt(receipt, predecessor, {
+    hmacKey: opts.hmacKey,
+    publicKeys,
+    requireEd25519: true,
+  });
+  problems.push(...check.problems);
+
+  // The row must agree with its body: a swapped or moved body is not this receipt.
+  const mismatched: string[] = [];
+  if (receipt.receipt_id !== row.id) mismatched.push("receipt id");
+  if (receipt.receipt_number !== row.receipt_number) mismatched.push("receipt number");
+  if (parseReceiptNumber(String(receipt.receipt_number))?.sequence !== sequence) mismatched.push("sequence");
+  if (receipt.organization !== slug) mismatched.push("organization");
+  if (receipt.chain_id !== row.chain_id) mismatched.push("chain");
+  if (mismatched.length > 0)
+    problems.push(`the stored record of ${name} does not match its body (${mismatched.join(", ")})`);
+  let storedHashMatches = false;
+  try {
+    storedHashMatches = receiptHash(receipt) === row.receipt_hash;
+  } catch {
+    storedHashMatches = false;
+  }
+  if (!storedHashMatches) problems.push(`the stored hash of ${name} does not match its body`);
+
+  let chainStatus: ChainStatus = check.chain.status;
+  if (predecessorUnreadable) {
+    chainStatus = "broken";
+    problems.push(
+      `the stored body of ${predRow!.receipt_number}, the predecessor of ${name}, cannot be read`,
+    );
+  }
+  const integrityValid =
+    check.integrity.status === "valid" && check.well_formed && mismatched.length === 0 && storedHashMatches;
+  const ed = check.ed25519;
+  const signature: SignatureView = {
+    status: ed.status === "not_evaluated" ? "unknown_key" : ed.status,
+    algorithm: "Ed25519",
+    kid: ed.kid,
+    key_status: ed.kid === null ? KeyStatus.not_applicable : keyStatusOf(keys.get(ed.kid)),
+  };
+  const valid =
+    integrityValid && (chainStatus === "valid" || chainStatus === "genesis") && signature.status === "valid";
+  return {
+    ...base,
+    overall_status: valid ? "valid" : "invalid",
+    integrity: { status: integrityValid ? "valid" : "invalid" },
+    chain: { status: chainStatus, predecessor_receipt_number: predRow?.receipt_number ?? null },
+    signature,
+    ...anchors(),
+    problems: [...new Set(problems)],
+    verified_at: new Date(opts.nowMs).toISOString(),
+  };
+}
+
+/** Loads an approval row of the organization with its attestation columns; null when absent. */
+export async function findApprovalRow(
+  q: Queryable,
+  orgId: string,
+  approvalId: string,
+): Promise<AttestedApprovalRow | null> {
+  const { rows } = await q.query<AttestedApprovalRow>(
+    `${attestationSelect} WHERE a.id = $1 AND a.org_id = $2`,
+    [approvalId, orgId],
+  );
+  return rows[0] ?? null;
+}
+
+/**
+ * Verification of one approval of an organization; `role` admin adds the audit context.
+ * @throws ApiError 404 when the approval does not exist in the organization.
+ */
+export async function verifyStoredApproval(
+  q: Queryable,
+  opts: { orgId: string; approvalId: string; role: "member" | "admin"; nowMs: number },
+): Promise<ApprovalVerification> {
+  const row = await findApprovalRow(q, opts.orgId, opts.approvalId);
+  if (!row) throw notFound("Approval");
+  const result = await checkApproval(q, row, opts.nowMs);
+  return opts.role === "admin" ? { ...result, audit_context: auditContext(row) } : result;
+}
+
+async function checkApproval(
+  q: Queryable,
+  row: AttestedApprovalRow,
+  nowMs: number,
+): Promise<ApprovalVerification> {
+  const base = {
+    artifact_type: "approval" as const,
+    approval_id: row.id,
+    chain_id: row.chain_id,
+    status: row.status,
+    requested_at: new Date(row.requested_at).toISOString(),
+    decided_at: row.decided_at ? new Date(row.decided_at).toISOString() : null,
+    ...anchors(),
+    verified_at: new Date(nowMs).toISOString(),
+  };
+  if (row.status === "pending") {
+    return {
+      ...base,
+      overall_status: "pending",
+      integrity: { status: "not_evaluated" },
+      signature: { status: "not_applicable", algorithm: "Ed25519", kid: null, key_status: "not_applicable" },
+      problems: [],
+    };
+  }
+  if (row.signature === null || row.signed_payload === null || row.signing_kid === null) {
+    return {
+      ...base,
+      overall_status: "unsigned",
+      integrity: { status: "not_evaluated" },
+      signature: {
+        status: "missing",
+        algorithm: "Ed25519",
+        kid: row.signing_kid,
+        key_status: "not_applicable",
+      },
+      problems: ["the approval's resolution carries no signature"],
+    };
+  }
+  const problems: string[] = [];
+  const recomputed = approvalAttestationPayload(row, row.signing_kid);
+  const integrity: IntegrityStatus = recomputed === row.signed_payload ? "valid" : "invalid";
+  if (integrity === "invalid")
+    problems.push("the approval's recorded facts differ from the facts that were signed");
+  const keys = await loadKeys(q, "approval");
+  const key = keys.get(row.signing_kid);
+  let status: SignatureStatus;
+  if (!key) {
+    status = "unknown_key";
+    problems.push("the approval is signed with a key the service has no record of");
+  } else {
+    status = ed25519Verify(recomputed, row.signature, key.publicKey) ? "valid" : "invalid";
+    if (status === "invalid")
+      problems.push("the approval's Ed25519 signature does not match its recorded facts");
+  }
+  return {
+    ...base,
+    overall_status: integrity === "valid" && status === "valid" ? "valid" : "invalid",
+    integrity: { status: integrity },
+    signature: { status, algorithm: "Ed25519", kid: row.signing_kid, key_status: keyStatusOf(key) },
+    problems,
+  };
+}
+
+const REVIEW_NOTES_MAX = 280;
+const SECRET_PREFIXES = [...DEFAULT_SENSITIVE_VALUE_PREFIXES, DEFAULT_API_KEY_PREFIX, "tgs_", "tgp_", "tga_"];
+
+/**
+ * Sanitizes reviewer notes for the admin review summary: control characters become spaces,
+ * whitespace collapses, words that look like secrets (known secret prefixes, or 32+ characters
+ * of base64/hex alphabet) become [REDACTED], e-mail addresses become [email], and the result is
+ * cut to 280 characters. Null or blank notes give null.
+ */
+export function sanitizeReviewNotes(notes: string | null): string | null {
+  if (notes === null) return null;
+  const words = notes
+    // biome-ignore lint/suspicious/noControlCharactersInRegex: stripping control characters is the point
+    .replace(/[\u0000-\u001f\u007f-\u009f]/g, " ")
+    .split(/\s+/)
+    .filter(Boolean)
+    .map((w) => {
+      if (SECRET_PREFIXES.some((p) => w.startsWith(p)) || /[A-Za-z0-9+/_=-]{32,}/.test(w))
+        return "[REDACTED]";
+      return w.replace(/[^\s@]+@[^\s@]+\.[^\s@]+/g, "[email]");
+    });
+  const text = words.join(" ");
+  if (!text) return null;
+  return text.length > REVIEW_NOTES_MAX ? `${text.slice(0, REVIEW_NOTES_MAX - 1)}…` : text;
+}
+
+function auditContext(row: AttestedApprovalRow): ApprovalAuditContext {
+  const exception = row.exception_id
+    ? {
+        duration: row.exception_duration,
+        expires_at: row.exception_expires_at ? new Date(row.exception_expires_at).toISOString() : null,
+      }
+    : null;
+  const sentence: Record<string, string> = {
+    pending: "Waiting for a decision.",
+    approved: exception ? `Approved with a ${exception.duration} time-boxed exception.` : "Approved.",
+    denied: "Denied.",
+    timed_out: "Not resolved within the approval timeout.",
+    cancelled: "Cancelled: the chain completed before a decision.",
+  };
+  const notes = sanitizeReviewNotes(row.notes);
+  return {
+    decided_by: row.decided_by,
+    decision: row.status,
+    exception,
+    review_summary: `${sentence[row.status] ?? row.status}${notes ? ` Notes: ${notes}` : ""}`,
+  };
+}
+
+/** The minimized public view of a verification result (spec: public verification). */
+export function minimizeVerification(
+  v: ReceiptVerification | ApprovalVerification,
+): PublicVerificationResult {
+  return {
+    artifact_type: v.artifact_type,
+    verification_status: v.overall_status,
+    integrity_status: v.integrity.status,
+    signature_status: v.signature.status,
+    key_status: v.signature.key_status,
+    timestamp_anchor_status: v.timestamp_authority_anchor.status,
+    verified_at: v.verified_at,
+  };
+}
+
+/** The legacy view of a receipt verification (GET /v1/receipts/{receipt_id}/verify). */
+export function legacyReceiptView(v: ReceiptVerification): LegacyReceiptVerification {
+  return {
+    receipt_id: v.receipt_id,
+    receipt_number: v.receipt_number,
+    valid: v.overall_status === "valid",
+    signature_valid: v.integrity.status === "valid",
+    chain_valid: v.chain.status === "valid" || v.chain.status === "genesis",
+    verified_at: v.verified_at,
+  };
+}

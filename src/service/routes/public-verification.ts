@@ -1,0 +1,161 @@
+/**
+ * Public verification (spec: "Endpoints" GET /public/v2/verify/{opaque_token}, "Authentication"
+ * 5, "Versioning" 2): authorized solely by the opaque token in the path. Returns the minimized
+ * result; unknown, malformed and revoked tokens (and tokens whose artifact is gone) get the same
+ * sanitized error, byte for byte. Also the legacy raw-UUID public approval route
+ * (GET /public/approvals/{approval_id}/verify, compatibility only).
+ *
+ * Every route here is rate-limited per client address by @fastify/rate-limit, registered in this
+ * encapsulated plugin only. Request logs of these routes never carry the path (the token is a
+ * bearer secret).
+ */
+import rateLimit from "@fastify/rate-limit";
+import type { FastifyRequest } from "fastify";
+import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
+import { z } from "zod";
+import { resolveToken } from "../domain/public-tokens.js";
+import {
+  minimizeVerification,
+  type PublicVerificationResult,
+  verifyStoredApproval,
+  verifyStoredReceipt,
+} from "../domain/verification.js";
+import { ApiError } from "../errors.js";
+import { legacyHooks } from "./legacy.js";
+
+/** Options of the public verification plugin. */
+export interface PublicVerificationOptions {
+  /** Requests per client address per window; default 60. */
+  rateLimitMax?: number;
+  /** Window length in ms; default 60 000. */
+  rateLimitWindowMs?: number;
+}
+
+/** The one sanitized error of the public verification surface (404, no details). */
+export const verificationUnavailable = () =>
+  new ApiError(404, "TG_ERR_VERIFICATION_UNAVAILABLE", "Verification is not available for this link");
+
+/** The minimized result; the response serializer drops anything else. */
+const PublicResultSchema = z
+  .object({
+    artifact_type: z.enum(["receipt", "approval"]),
+    verification_status: z.string(),
+    integrity_status: z.string(),
+    signature_status: z.string(),
+    key_status: z.string(),
+    timestamp_anchor_status: z.string(),
+    verified_at: z.string(),
+  })
+  .strip();
+
+const redactedReq = (path: string) => (req: FastifyRequest) => ({
+  method: req.method,
+  url: path,
+  remoteAddress: req.ip,
+});
+
+export const publicVerificationRoutes: FastifyPluginAsyncZod<PublicVerificationOptions> = async (
+  app,
+  opts,
+) => {
+  const tg = app.tg;
+  await app.register(rateLimit, {
+    global: true,
+    max: opts.rateLimitMax ?? 60,
+    timeWindow: opts.rateLimitWindowMs ?? 60_000,
+    errorResponseBuilder: () =>
+      new ApiError(
+        429,
+        "TG_ERR_RATE_LIMITED",
+        "Too many verification requests from this address; retry later",
+      ),
+  });
+  app.addHook("onRequest", async (_req, reply) => {
+    reply.header("cache-control", "no-store");
+    reply.header("referrer-policy", "no-referrer");
+  });
+
+  app.get(
+    "/public/v2/verify/:opaque_token",
+    {
+      schema: { params: z.object({ opaque_token: z.string() }), response: { 200: PublicResultSchema } },
+      logSerializers: { req: redactedReq("/public/v2/verify/[REDACTED]") },
+    },
+    async (req): Promise<PublicVerificationResult> => {
+      const nowMs = tg.clock.nowMs();
+      const grant = await resolveToken(tg.db, req.params.opaque_token, nowMs);
+      if (!grant) {
+        tg.metrics.verifications.inc({ surface: "public", artifact_type: "unknown", status: "unavailable" });
+        throw verificationUnavailable();
+      }
+      try {
+        const v =
+          grant.artifactType === "receipt"
+            ? await verifyStoredReceipt(tg.db, {
+                orgId: grant.orgId,
+                receiptId: grant.artifactId,
+                hmacKey: tg.receiptHmacKey,
+                nowMs,
+              })
+            : await verifyStoredApproval(tg.db, {
+                orgId: grant.orgId,
+                approvalId: grant.artifactId,
+                role: "member",
+                nowMs,
+              });
+        tg.metrics.verifications.inc({
+          surface: "public",
+          artifact_type: v.artifact_type,
+          status: v.overall_status,
+        });
+        return minimizeVerification(v);
+      } catch (err) {
+        if (err instanceof ApiError && err.statusCode === 404) {
+          tg.metrics.verifications.inc({
+            surface: "public",
+            artifact_type: grant.artifactType,
+            status: "unavailable",
+          });
+          throw verificationUnavailable();
+        }
+        throw err;
+      }
+    },
+  );
+
+  const legacyRoute = "/public/approvals/{approval_id}/verify";
+  app.get(
+    "/public/approvals/:approval_id/verify",
+    {
+      schema: { params: z.object({ approval_id: z.string() }), response: { 200: PublicResultSchema } },
+      ...legacyHooks(
+        tg,
+        legacyRoute,
+        (req) =>
+          `/v1/verification/v2/approvals/${encodeURIComponent((req.params as { approval_id: string }).approval_id)}`,
+      ),
+    },
+    async (req): Promise<PublicVerificationResult> => {
+      const nowMs = tg.clock.nowMs();
+      const id = req.params.approval_id;
+      const isUuid = z.uuid().safeParse(id).success;
+      const found = isUuid ? await tg.db.query("SELECT org_id FROM approvals WHERE id = $1", [id]) : null;
+      const orgId: string | undefined = found?.rows[0]?.org_id;
+      if (!orgId) {
+        tg.metrics.verifications.inc({
+          surface: "legacy_public",
+          artifact_type: "approval",
+          status: "unavailable",
+        });
+        throw verificationUnavailable();
+      }
+      const v = await verifyStoredApproval(tg.db, { orgId, approvalId: id, role: "member", nowMs });
+      tg.metrics.verifications.inc({
+        surface: "legacy_public",
+        artifact_type: "approval",
+        status: v.overall_status,
+      });
+      return minimizeVerification(v);
+    },
+  );
+};
