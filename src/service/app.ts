@@ -22,7 +22,6 @@ import { chainRoutes } from "./routes/chains.js";
 import { healthRoutes } from "./routes/health.js";
 import { outcomeRoutes } from "./routes/outcomes.js";
 import { verificationRoutes } from "./routes/verification.js";
-import { verificationRoutes } from "./routes/verification.js";
 import { deriveKey } from "./secrets.js";
 import "./context.js";
 
@@ -115,7 +114,6 @@ export async function buildService(opts: ServiceOptions): Promise<Service> {
   await app.register(approvalRoutes);
   await app.register(adminRoutes);
   await app.register(outcomeRoutes);
-  await app.register(verificationRoutes);
   await app.register(verificationRoutes);
 
   const jobHandlers: Record<string, JobHandler> = {
