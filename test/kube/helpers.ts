@@ -1,0 +1,265 @@
+/**
+ * Helpers of the kube suite: a real control plane with the Tollgate CRDs installed, kubectl
+ * wrappers that throw on failure, operators started in-process or as child processes against the
+ * real governance service, and polling.
+ */
+import { type ChildProcess, spawn } from "node:child_process";
+import { mkdtemp, writeFile } from "node:fs/promises";
+import http from "node:http";
+import os from "node:os";
+import path from "node:path";
+import type { OperatorConfig } from "../../operator/config.js";
+import { createOperatorLogger } from "../../operator/log.js";
+import { type RunningOperator, startOperator } from "../../operator/operator.js";
+import { type ControlPlane, freePorts, startControlPlane } from "../support/controlplane.js";
+import { kubectl } from "../support/kubectl.js";
+import type { TestService } from "../support/service.js";
+
+// The kube project has no database env of its own: the service under test uses embedded PGlite.
+process.env.TOLLGATE_TEST_DB ??= "pglite";
+
+export const root = path.resolve(import.meta.dirname, "../..");
+export const OPERATOR_NAMESPACE = "tollgate-system";
+
+/** A control plane with the CRDs applied and established, and the operator's namespace. */
+export interface KubeEnv {
+  cp: ControlPlane;
+  /** Runs kubectl; throws with stderr on a non-zero exit; returns stdout. */
+  k(args: string[], input?: string): Promise<string>;
+  /** Runs kubectl and returns the exit code and output (for expected failures). */
+  kTry(args: string[], input?: string): Promise<{ code: number; stdout: string; stderr: string }>;
+  /** `kubectl get -o json` of one object, or undefined when it does not exist. */
+  get<T = any>(kind: string, name: string, namespace?: string): Promise<T | undefined>;
+  /** `kubectl apply -f -` of objects (JSON). */
+  apply(...objects: unknown[]): Promise<string>;
+  stop(): Promise<void>;
+}
+
+/** Starts a control plane and installs crds/. */
+export async function startKubeEnv(): Promise<KubeEnv> {
+  const cp = await startControlPlane();
+  const kTry = async (args: string[], input?: string) => kubectl(cp, args, { input });
+  const k = async (args: string[], input?: string) => {
+    const r = await kTry(args, input);
+    if (r.code !== 0) throw new Error(`kubectl ${args.join(" ")} failed (${r.code}): ${r.stderr}`);
+    return r.stdout;
+  };
+  const env: KubeEnv = {
+    cp,
+    k,
+    kTry,
+    async get(kind, name, namespace) {
+      const r = await kTry(["get", kind, name, "-o", "json", ...(namespace ? ["-n", namespace] : [])]);
+      if (r.code !== 0) {
+        if (/NotFound|not found/.test(r.stderr)) return undefined;
+        throw new Error(`kubectl get ${kind} ${name}: ${r.stderr}`);
+      }
+      return JSON.parse(r.stdout);
+    },
+    apply: (...objects) => k(["apply", "-f", "-"], objects.map((o) => JSON.stringify(o)).join("\n")),
+    stop: () => cp.stop(),
+  };
+  try {
+    await k(["apply", "-f", path.join(root, "crds")]);
+    await k(["wait", "--for", "condition=established", "crd", "--all", "--timeout=60s"]);
+    await k(["create", "namespace", OPERATOR_NAMESPACE]);
+  } catch (err) {
+    await cp.stop();
+    throw err;
+  }
+  return env;
+}
+
+/** Polls `fn` until it returns a truthy value (returned) or `timeoutMs` passes (throws naming `what`). */
+export async function waitFor<T>(
+  what: string,
+  fn: () => Promise<T | undefined | null | false>,
+  timeoutMs = 60_000,
+  intervalMs = 200,
+): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  let last: unknown;
+  for (;;) {
+    try {
+      const v = await fn();
+      if (v) return v;
+    } catch (err) {
+      last = err;
+    }
+    if (Date.now() > deadline) {
+      throw new Error(`timed out waiting for ${what}${last ? ` (last error: ${(last as Error).message})` : ""}`);
+    }
+    await new Promise((r) => setTimeout(r, intervalMs));
+  }
+}
+
+/** The condition of `type` in an object's status. */
+export const conditionOf = (obj: any, type: string) =>
+  (obj?.status?.conditions ?? []).find((c: { type: string }) => c.type === type) as
+    | { status: string; reason: string; message: string; observedGeneration?: number }
+    | undefined;
+
+/** Waits until the object's Ready and Synced are True at its current generation; returns it. */
+export function waitReady(env: KubeEnv, kind: string, name: string, namespace?: string, timeoutMs = 60_000) {
+  return waitFor(
+    `${kind} ${namespace ? `${namespace}/` : ""}${name} Ready`,
+    async () => {
+      const obj = await env.get(kind, name, namespace);
+      const gen = obj?.metadata?.generation;
+      const ready = conditionOf(obj, "Ready");
+      const synced = conditionOf(obj, "Synced");
+      return obj?.status?.observedGeneration === gen &&
+        ready?.status === "True" &&
+        synced?.status === "True" &&
+        synced.observedGeneration === gen
+        ? obj
+        : undefined;
+    },
+    timeoutMs,
+  );
+}
+
+/** Writes the service admin token to a file the operator reads (a mounted Secret in a cluster). */
+export async function tokenFile(svc: TestService): Promise<string> {
+  const dir = await mkdtemp(path.join(os.tmpdir(), "tollgate-op-"));
+  const file = path.join(dir, "admin-token");
+  await writeFile(file, svc.adminToken, { mode: 0o600 });
+  return file;
+}
+
+/** Operator configuration for tests: loopback ports, short leases, fast retries. */
+export function testOperatorConfig(
+  env: KubeEnv,
+  opts: { serviceUrl: string; adminTokenFile: string; identity: string },
+  overrides: Partial<OperatorConfig> = {},
+): OperatorConfig {
+  return {
+    kubeconfigPath: env.cp.kubeconfigPath,
+    serviceUrl: opts.serviceUrl,
+    adminTokenFile: opts.adminTokenFile,
+    namespace: OPERATOR_NAMESPACE,
+    identity: opts.identity,
+    lease: { name: "tollgate-operator", durationMs: 4_000, renewDeadlineMs: 3_000, retryPeriodMs: 500 },
+    webhook: {
+      host: "127.0.0.1",
+      port: 0,
+      serviceName: "tollgate-operator",
+      extraSans: ["127.0.0.1", "localhost"],
+      configurationName: "tollgate-sidecar-injector",
+      tlsSecretName: "tollgate-webhook-tls",
+      certMode: "self-signed",
+      certDir: "",
+    },
+    sidecar: {
+      image: "ghcr.io/tollgate/sidecar:test",
+      serviceUrl: "http://tollgate.tollgate-system.svc:8000",
+      mode: "container",
+    },
+    health: { host: "127.0.0.1", port: 0 },
+    resyncMs: 60_000,
+    workers: 4,
+    logLevel: process.env.LOG_LEVEL ?? "warn",
+    ...overrides,
+  };
+}
+
+/** Starts an operator in this process. */
+export function startTestOperator(config: OperatorConfig): Promise<RunningOperator> {
+  return startOperator({ config, defaultMetrics: false, log: createOperatorLogger({ level: config.logLevel }) });
+}
+
+/** An operator running as a child process (`node --import tsx operator/main.ts`). */
+export interface OperatorProcess {
+  child: ChildProcess;
+  identity: string;
+  healthPort: number;
+  /** Everything it logged (stdout and stderr). */
+  output(): string;
+  /** SIGKILL (no cleanup, no Lease release) and wait for exit. */
+  kill(): Promise<void>;
+  /** SIGTERM (graceful: releases the Lease) and wait for exit. */
+  terminate(): Promise<void>;
+}
+
+/** Spawns an operator child process configured through its environment, like in a cluster. */
+export async function spawnOperator(
+  env: KubeEnv,
+  opts: { serviceUrl: string; adminTokenFile: string; identity: string; extraEnv?: Record<string, string> },
+): Promise<OperatorProcess> {
+  const [healthPort, webhookPort] = await freePorts(2);
+  const child = spawn(process.execPath, ["--import", "tsx", path.join(root, "operator/main.ts")], {
+    cwd: root,
+    env: {
+      ...process.env,
+      KUBECONFIG: env.cp.kubeconfigPath,
+      TOLLGATE_SERVICE_URL: opts.serviceUrl,
+      TOLLGATE_ADMIN_TOKEN_FILE: opts.adminTokenFile,
+      TOLLGATE_OPERATOR_NAMESPACE: OPERATOR_NAMESPACE,
+      TOLLGATE_OPERATOR_IDENTITY: opts.identity,
+      TOLLGATE_LEASE_DURATION_SECONDS: "4",
+      TOLLGATE_LEASE_RENEW_DEADLINE_SECONDS: "3",
+      TOLLGATE_LEASE_RETRY_PERIOD_SECONDS: "0.5",
+      TOLLGATE_WEBHOOK_HOST: "127.0.0.1",
+      TOLLGATE_WEBHOOK_PORT: String(webhookPort),
+      TOLLGATE_WEBHOOK_EXTRA_SANS: "127.0.0.1",
+      TOLLGATE_HEALTH_HOST: "127.0.0.1",
+      TOLLGATE_HEALTH_PORT: String(healthPort),
+      LOG_LEVEL: "info",
+      ...opts.extraEnv,
+    },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  let out = "";
+  child.stdout!.on("data", (c) => {
+    out += c;
+  });
+  child.stderr!.on("data", (c) => {
+    out += c;
+  });
+  const exited = new Promise<void>((r) => child.once("exit", () => r()));
+  const proc: OperatorProcess = {
+    child,
+    identity: opts.identity,
+    healthPort: healthPort!,
+    output: () => out,
+    async kill() {
+      if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL");
+      await exited;
+    },
+    async terminate() {
+      if (child.exitCode === null && child.signalCode === null) child.kill("SIGTERM");
+      await exited;
+    },
+  };
+  await waitFor(
+    `operator ${opts.identity} /healthz`,
+    async () => {
+      if (child.exitCode !== null) throw new Error(`operator exited: ${out}`);
+      return (await httpGet(`http://127.0.0.1:${healthPort}/healthz`)).status === 200;
+    },
+    60_000,
+  );
+  return proc;
+}
+
+/** GET over plain HTTP; resolves with status and body (never throws on HTTP errors). */
+export function httpGet(url: string): Promise<{ status: number; body: string }> {
+  return new Promise((resolve, reject) => {
+    http
+      .get(url, { timeout: 5_000 }, (res) => {
+        let body = "";
+        res.setEncoding("utf8");
+        res.on("data", (c) => {
+          body += c;
+        });
+        res.on("end", () => resolve({ status: res.statusCode ?? 0, body }));
+      })
+      .on("error", reject);
+  });
+}
+
+/** Value of an unlabelled Prometheus gauge/counter in a /metrics text, or undefined. */
+export function metricValue(text: string, name: string, labels = ""): number | undefined {
+  const line = text.split("\n").find((l) => l.startsWith(`${name}${labels} `) || l.startsWith(`${name}${labels}{`));
+  return line ? Number(line.split(" ").pop()) : undefined;
+}
