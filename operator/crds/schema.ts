@@ -107,7 +107,7 @@ export const OrganizationSpecSchema = z
       .describe("Kill switch: every action of the organization is denied while active."),
     pause: toggle("pause")
       .default({ active: false })
-      .describe("Pause: every action requires approval while active."),
+      .describe("Pause: every action is denied with the pause reason while active (e.g. during a review)."),
     approvalTimeoutHours: z
       .number()
       .positive()

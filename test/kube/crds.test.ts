@@ -31,7 +31,9 @@ describe("CRDs on a real API server", () => {
   it("installs the three kinds with short names and the tollgate category", async () => {
     const resources = await env.k(["api-resources", "--api-group=tollgate.dev", "-o", "wide"]);
     expect(resources).toMatch(/organizations\s+tgorg\s+tollgate\.dev\/v1alpha1\s+false\s+Organization/);
-    expect(resources).toMatch(/governancepolicies\s+tgpol,gpol\s+tollgate\.dev\/v1alpha1\s+true\s+GovernancePolicy/);
+    expect(resources).toMatch(
+      /governancepolicies\s+tgpol,gpol\s+tollgate\.dev\/v1alpha1\s+true\s+GovernancePolicy/,
+    );
     expect(resources).toMatch(/approverteams\s+tgteam\s+tollgate\.dev\/v1alpha1\s+true\s+ApproverTeam/);
     // The OpenAPI document is published shortly after the CRD is established.
     const explained = await waitFor("kubectl explain", async () => {
@@ -57,10 +59,22 @@ describe("CRDs on a real API server", () => {
   });
 
   it.each([
-    ["an active kill switch without a reason", org("bad-ks", { slug: "bad-ks", killSwitch: { active: true } }), "spec.killSwitch.reason: Required value: reason is required when the kill switch is active"],
+    [
+      "an active kill switch without a reason",
+      org("bad-ks", { slug: "bad-ks", killSwitch: { active: true } }),
+      "spec.killSwitch.reason: Required value: reason is required when the kill switch is active",
+    ],
     ["an uppercase slug", org("bad-slug", { slug: "Bad_Slug" }), 'spec.slug: Invalid value: "Bad_Slug"'],
-    ["an unknown evaluation mode", org("bad-mode", { slug: "m", evaluationMode: "audit" }), 'spec.evaluationMode: Unsupported value: "audit"'],
-    ["a zero approval timeout", org("bad-timeout", { slug: "t", approvalTimeoutHours: 0 }), "spec.approvalTimeoutHours: Invalid value: 0"],
+    [
+      "an unknown evaluation mode",
+      org("bad-mode", { slug: "m", evaluationMode: "audit" }),
+      'spec.evaluationMode: Unsupported value: "audit"',
+    ],
+    [
+      "a zero approval timeout",
+      org("bad-timeout", { slug: "t", approvalTimeoutHours: 0 }),
+      "spec.approvalTimeoutHours: Invalid value: 0",
+    ],
     ["a missing slug", org("no-slug", {}), "spec.slug: Required value"],
     [
       "a deny threshold below the approval threshold",
@@ -79,7 +93,9 @@ describe("CRDs on a real API server", () => {
     ],
     [
       "a docsUrl that is not a URL",
-      policy("bad-url", { customRules: [{ name: "r", match: { actionName: "x" }, outcome: "allow", docsUrl: "no url" }] }),
+      policy("bad-url", {
+        customRules: [{ name: "r", match: { actionName: "x" }, outcome: "allow", docsUrl: "no url" }],
+      }),
       "spec.customRules[0].docsUrl: Invalid value",
     ],
     [
@@ -92,12 +108,32 @@ describe("CRDs on a real API server", () => {
       }),
       "spec.customRules[1]: Duplicate value",
     ],
-    ["an uppercase domain", policy("bad-domain", { externalDomainsAllowlist: ["API.EXAMPLE.COM"] }), "spec.externalDomainsAllowlist[0]: Invalid value"],
-    ["a non-integer bulk threshold", policy("bad-bulk", { thresholds: { bulkDeletion: 2.5 } }), "spec.thresholds.bulkDeletion: Invalid value"],
+    [
+      "an uppercase domain",
+      policy("bad-domain", { externalDomainsAllowlist: ["API.EXAMPLE.COM"] }),
+      "spec.externalDomainsAllowlist[0]: Invalid value",
+    ],
+    [
+      "a non-integer bulk threshold",
+      policy("bad-bulk", { thresholds: { bulkDeletion: 2.5 } }),
+      "spec.thresholds.bulkDeletion: Invalid value",
+    ],
     ["an unknown field", policy("bad-field", { thresholdz: {} }), 'unknown field "spec.thresholdz"'],
-    ["an approver with a bad email", team("bad-email", { approvers: [{ email: "nope" }] }), "spec.approvers[0].email: Invalid value"],
-    ["an approver with an unknown role", team("bad-role", { approvers: [{ email: "a@x.io", role: "boss" }] }), 'spec.approvers[0].role: Unsupported value: "boss"'],
-    ["a team without approvers", team("empty-team", {}), "spec.approvers: Required value: at least one approver or fallback approver is required"],
+    [
+      "an approver with a bad email",
+      team("bad-email", { approvers: [{ email: "nope" }] }),
+      "spec.approvers[0].email: Invalid value",
+    ],
+    [
+      "an approver with an unknown role",
+      team("bad-role", { approvers: [{ email: "a@x.io", role: "boss" }] }),
+      'spec.approvers[0].role: Unsupported value: "boss"',
+    ],
+    [
+      "a team without approvers",
+      team("empty-team", {}),
+      "spec.approvers: Required value: at least one approver or fallback approver is required",
+    ],
     [
       "a fallback approver who is also an approver",
       team("overlap", { approvers: [{ email: "a@x.io" }], fallbackApprovers: ["A@x.io"] }),
@@ -110,7 +146,14 @@ describe("CRDs on a real API server", () => {
   });
 
   it("rejects changing a slug or an organizationRef (immutable)", async () => {
-    const slug = await env.kTry(["patch", "organization", "acme", "--type=merge", "-p", '{"spec":{"slug":"other"}}']);
+    const slug = await env.kTry([
+      "patch",
+      "organization",
+      "acme",
+      "--type=merge",
+      "-p",
+      '{"spec":{"slug":"other"}}',
+    ]);
     expect(slug.code).not.toBe(0);
     expect(slug.stderr).toContain("spec.slug: Invalid value");
     expect(slug.stderr).toContain("slug is immutable");

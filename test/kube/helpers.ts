@@ -87,7 +87,9 @@ export async function waitFor<T>(
       last = err;
     }
     if (Date.now() > deadline) {
-      throw new Error(`timed out waiting for ${what}${last ? ` (last error: ${(last as Error).message})` : ""}`);
+      throw new Error(
+        `timed out waiting for ${what}${last ? ` (last error: ${(last as Error).message})` : ""}`,
+      );
     }
     await new Promise((r) => setTimeout(r, intervalMs));
   }
@@ -165,7 +167,11 @@ export function testOperatorConfig(
 
 /** Starts an operator in this process. */
 export function startTestOperator(config: OperatorConfig): Promise<RunningOperator> {
-  return startOperator({ config, defaultMetrics: false, log: createOperatorLogger({ level: config.logLevel }) });
+  return startOperator({
+    config,
+    defaultMetrics: false,
+    log: createOperatorLogger({ level: config.logLevel }),
+  });
 }
 
 /** An operator running as a child process (`node --import tsx operator/main.ts`). */
@@ -260,6 +266,8 @@ export function httpGet(url: string): Promise<{ status: number; body: string }> 
 
 /** Value of an unlabelled Prometheus gauge/counter in a /metrics text, or undefined. */
 export function metricValue(text: string, name: string, labels = ""): number | undefined {
-  const line = text.split("\n").find((l) => l.startsWith(`${name}${labels} `) || l.startsWith(`${name}${labels}{`));
+  const line = text
+    .split("\n")
+    .find((l) => l.startsWith(`${name}${labels} `) || l.startsWith(`${name}${labels}{`));
   return line ? Number(line.split(" ").pop()) : undefined;
 }
