@@ -66,7 +66,8 @@ export function nextLeaseSpec(
     leaseDurationSeconds,
     acquireTime: action === "renew" ? (previous?.acquireTime ?? t) : t,
     renewTime: t,
-    leaseTransitions: action === "acquire" && previous?.holderIdentity ? transitions + 1 : transitions,
+    // Like client-go: every change of holder (also after a release) counts as a transition.
+    leaseTransitions: action === "acquire" && previous ? transitions + 1 : transitions,
   };
 }
 
