@@ -14,7 +14,12 @@ import {
 } from "./helpers.js";
 
 interface LeaseObject {
-  spec: { holderIdentity?: string | null; leaseTransitions?: number; renewTime?: string; acquireTime?: string };
+  spec: {
+    holderIdentity?: string | null;
+    leaseTransitions?: number;
+    renewTime?: string;
+    acquireTime?: string;
+  };
 }
 
 describe("leader election between two operator processes", () => {
@@ -61,7 +66,9 @@ describe("leader election between two operator processes", () => {
     await env.apply(organization("first"));
     await waitReady(env, "organization", "first");
     const m = (await httpGet(`http://127.0.0.1:${follower.healthPort}/metrics`)).body;
-    expect(metricValue(m, "tollgate_operator_reconciles_total", '{kind="Organization",result="success"}')).toBeUndefined();
+    expect(
+      metricValue(m, "tollgate_operator_reconciles_total", '{kind="Organization",result="success"}'),
+    ).toBeUndefined();
     // Both replicas serve readiness (the webhook runs on every replica).
     expect((await httpGet(`http://127.0.0.1:${follower.healthPort}/readyz`)).status).toBe(200);
   });
@@ -82,13 +89,17 @@ describe("leader election between two operator processes", () => {
       100,
     );
     const takeoverMs = Date.now() - killedAt;
-    console.log(`leader failover: ${follower.identity} took over ${takeoverMs} ms after the kill (lease duration 4000 ms)`);
+    console.log(
+      `leader failover: ${follower.identity} took over ${takeoverMs} ms after the kill (lease duration 4000 ms)`,
+    );
     expect(after.spec.leaseTransitions).toBe((before.spec.leaseTransitions ?? 0) + 1);
     await waitFor("new leader gauge", async () => (await leaderGauge(follower)) === 1);
 
     await env.apply(organization("second"));
     await waitReady(env, "organization", "second");
-    expect((await svc.call("GET", "/v1/admin/organizations/second", { token: svc.adminToken })).statusCode).toBe(200);
+    expect(
+      (await svc.call("GET", "/v1/admin/organizations/second", { token: svc.adminToken })).statusCode,
+    ).toBe(200);
     expect(follower.output()).toContain("became leader");
   });
 
