@@ -1,0 +1,432 @@
+/**
+ * ServiceClient: the low-level HTTP client of the governance service (spec: "Endpoints",
+ * "Verification helpers (sdk.client)"). One method per route; requests and responses are the
+ * wire JSON (snake_case), validated with zod. Chain builds on it; the sidecar uses it directly.
+ *
+ * Errors of every method: BackendUnavailableError (unreachable, per-request timeout, HTTP 5xx),
+ * ServiceApiError (other non-2xx, malformed response), the AbortSignal's reason on abort.
+ * Authentication: `Authorization: Bearer <api key>`.
+ */
+import { z } from "zod";
+import type { SignedReceipt } from "../receipts/schema.js";
+import type { ChainConfig } from "./config.js";
+import { type RecordActionResponse, RecordActionResponseSchema, WireDecisionSchema } from "./decision.js";
+import { ServiceApiError, VerificationError } from "./exceptions.js";
+import { type HttpSettings, requestJson } from "./http.js";
+
+/** Per-call options. */
+export interface CallOptions {
+  /** Aborts the request; the call rejects with the signal's reason. */
+  signal?: AbortSignal;
+}
+
+/** Options of the ServiceClient constructor. */
+export interface ServiceClientOptions {
+  /** Service API key (`tg_...`); a secret. */
+  apiKey: string;
+  /** Base URL; default http://localhost:8000. */
+  backendUrl?: string;
+  /** Per-request timeout in ms; default 5000. */
+  timeoutMs?: number;
+  fetch?: typeof fetch;
+}
+
+/** Body of POST /v1/chains. */
+export interface CreateChainRequest {
+  name: string;
+  metadata?: Record<string, unknown>;
+  policy_config?: Record<string, unknown>;
+  environment?: string;
+}
+
+/** A chain as the service returns it (POST /v1/chains → 201). */
+export const ChainViewSchema = z.looseObject({
+  chain_id: z.string(),
+  name: z.string(),
+  metadata: z.record(z.string(), z.unknown()).default({}),
+  policy_config: z.record(z.string(), z.unknown()).default({}),
+  environment: z.string(),
+  status: z.string(),
+  failure: z.object({ mode: z.string(), message: z.string() }).nullable().optional(),
+  receipt_id: z.string().nullable().optional(),
+});
+export type ChainView = z.infer<typeof ChainViewSchema>;
+
+/** A stored chain event (GET /v1/chains/{chain_id} → events[]). */
+export const ChainEventSchema = z.looseObject({
+  event_id: z.string(),
+  sequence: z.number(),
+  agent_name: z.string(),
+  parent_agent_name: z.string().nullable(),
+  action_type: z.string(),
+  action_name: z.string(),
+  payload: z.record(z.string(), z.unknown()),
+  category: z.string().nullable(),
+  decision: WireDecisionSchema,
+  approval_id: z.string().nullable(),
+  exception_id: z.string().nullable(),
+});
+export type ChainEvent = z.infer<typeof ChainEventSchema>;
+
+/** GET /v1/chains/{chain_id}: the chain with its events in order. */
+export const ChainDetailSchema = ChainViewSchema.extend({ events: z.array(ChainEventSchema) });
+export type ChainDetail = z.infer<typeof ChainDetailSchema>;
+
+/** Body of POST /v1/chains/{chain_id}/actions (spec: "Recorded action"). Payload already sanitized. */
+export interface RecordActionRequest {
+  agent_name: string;
+  action_type: string;
+  action_name: string;
+  payload?: Record<string, unknown>;
+  parent_agent_name?: string | null;
+}
+
+/** Approval status values of the service. */
+export const ApprovalStatus = {
+  pending: "pending",
+  approved: "approved",
+  denied: "denied",
+  timed_out: "timed_out",
+  cancelled: "cancelled",
+} as const;
+export type ApprovalStatus = (typeof ApprovalStatus)[keyof typeof ApprovalStatus];
+
+/** One approval as approval-status returns it. */
+export const ApprovalViewSchema = z.looseObject({
+  approval_id: z.string(),
+  status: z.enum(["pending", "approved", "denied", "timed_out", "cancelled"]),
+  condition: z.string().nullable().default(null),
+  notes: z.string().nullable().optional(),
+  decision: WireDecisionSchema,
+  exception: z.looseObject({ exception_id: z.string() }).nullable().default(null),
+  expires_at: z.string().optional(),
+});
+export type ApprovalView = z.infer<typeof ApprovalViewSchema>;
+
+/** GET /v1/chains/{chain_id}/approval-status. */
+export const ApprovalStatusResponseSchema = z.looseObject({
+  chain_id: z.string(),
+  chain_status: z.string(),
+  approval: ApprovalViewSchema.nullable(),
+});
+export type ApprovalStatusResponse = z.infer<typeof ApprovalStatusResponseSchema>;
+
+/** Body of POST /v1/chains/{chain_id}/complete: the failure that ended the chain, if any. */
+export interface CompleteChainRequest {
+  failure?: { mode: string; message: string } | null;
+}
+
+/** POST /v1/chains/{chain_id}/complete → seal result. */
+export const CompleteResponseSchema = z.looseObject({
+  chain_id: z.string(),
+  status: z.string(),
+  receipt_id: z.string(),
+  receipt_number: z.string(),
+});
+export type CompleteResponse = z.infer<typeof CompleteResponseSchema>;
+
+/** The signed receipt JSON (spec: "Receipt"); shape in src/receipts/schema.ts. */
+export type Receipt = SignedReceipt;
+const ReceiptSchema = z.looseObject({
+  receipt_number: z.string(),
+  chain_id: z.string(),
+}) as unknown as z.ZodType<Receipt>;
+
+/** What happened when an allowed action was carried out (POST .../events/{event_id}/outcome). */
+export const EventOutcomeSchema = z
+  .object({
+    status: z.enum(["success", "error"]),
+    /** Class or kind of the error; null on success. */
+    error_class: z.string().nullable(),
+    /** Milliseconds the action took. */
+    duration_ms: z.number().nonnegative(),
+    /** Lowercase hex SHA-256 of the tool result, or null. */
+    result_sha256: z
+      .string()
+      .regex(/^[0-9a-f]{64}$/)
+      .nullable(),
+  })
+  .strict();
+export type EventOutcome = z.infer<typeof EventOutcomeSchema>;
+
+/** Authenticated v2 verification result (spec: overall_status and integrity.status; rest open). */
+export const VerificationResultSchema = z.looseObject({
+  overall_status: z.string(),
+  integrity: z.looseObject({ status: z.string() }),
+});
+export type VerificationResult = z.infer<typeof VerificationResultSchema>;
+
+/** Public (minimized) verification result; field names beyond the artifact type are open. */
+export const PublicVerificationResultSchema = z.looseObject({});
+export type PublicVerificationResult = z.infer<typeof PublicVerificationResultSchema>;
+
+/** Kinds of artifact a public verification token can point at. */
+export const ArtifactType = { approval: "approval", receipt: "receipt" } as const;
+export type ArtifactType = (typeof ArtifactType)[keyof typeof ArtifactType];
+
+/** POST /v1/public-verification-tokens → the plaintext token, returned once. */
+export const IssuedTokenSchema = z.looseObject({
+  token_id: z.string(),
+  token: z.string(),
+  public_path: z.string(),
+});
+export type IssuedToken = z.infer<typeof IssuedTokenSchema>;
+
+/** GET /v1/public-verification-tokens and the revoke result: token records, never plaintext. */
+export const TokenRecordSchema = z.looseObject({ token_id: z.string() });
+export type TokenRecord = z.infer<typeof TokenRecordSchema>;
+const TokenListSchema = z.union([
+  z.looseObject({ tokens: z.array(TokenRecordSchema) }),
+  z.array(TokenRecordSchema).transform((tokens) => ({ tokens })),
+]);
+
+const anyJson = z.unknown();
+const id = (value: string, field: string): string => {
+  if (typeof value !== "string" || value.trim() === "" || value.length > 200) {
+    throw new TypeError(`${field}: must be a non-empty string`);
+  }
+  return encodeURIComponent(value);
+};
+
+/** The low-level HTTP client of the governance service. */
+export class ServiceClient {
+  readonly #http: HttpSettings;
+
+  /** @throws TypeError when apiKey is empty or backendUrl is not an http(s) URL. */
+  constructor(opts: ServiceClientOptions) {
+    if (typeof opts.apiKey !== "string" || opts.apiKey.trim() === "")
+      throw new TypeError("apiKey: must be a non-empty string");
+    const baseUrl = (opts.backendUrl ?? "http://localhost:8000").replace(/\/+$/, "");
+    if (!/^https?:\/\/[^/]/i.test(baseUrl)) throw new TypeError("backendUrl: must be an http(s) URL");
+    this.#http = {
+      baseUrl,
+      apiKey: opts.apiKey,
+      timeoutMs: opts.timeoutMs ?? 5000,
+      fetch: opts.fetch ?? ((input, init) => globalThis.fetch(input, init)),
+    };
+  }
+
+  /** A client for a ChainConfig (its URL, key, timeout and fetch). */
+  static fromConfig(config: ChainConfig): ServiceClient {
+    return new ServiceClient({
+      apiKey: config.apiKey,
+      backendUrl: config.backendUrl,
+      timeoutMs: config.backendTimeoutMs,
+      fetch: config.internals.fetch,
+    });
+  }
+
+  /** The service base URL. */
+  get baseUrl(): string {
+    return this.#http.baseUrl;
+  }
+
+  /** POST /v1/chains → 201 chain (chain_id assigned by the backend). */
+  async createChain(body: CreateChainRequest, opts: CallOptions = {}): Promise<ChainView> {
+    return requestJson(this.#http, "POST", "/v1/chains", {
+      route: "POST /v1/chains",
+      body,
+      signal: opts.signal,
+      schema: ChainViewSchema,
+    });
+  }
+
+  /** GET /v1/chains/{chain_id} → the chain and its stored (sanitized) events. */
+  async getChain(chainId: string, opts: CallOptions = {}): Promise<ChainDetail> {
+    return requestJson(this.#http, "GET", `/v1/chains/${id(chainId, "chainId")}`, {
+      route: "GET /v1/chains/{chain_id}",
+      signal: opts.signal,
+      schema: ChainDetailSchema,
+    });
+  }
+
+  /**
+   * POST /v1/chains/{chain_id}/actions → the decision and where it was recorded. Never retried
+   * (recording is not idempotent). 409 codes TG_ERR_CHAIN_COMPLETED, TG_ERR_APPROVAL_PENDING and
+   * TG_ERR_CHAIN_PAUSED arrive as ServiceApiError.
+   */
+  async recordAction(
+    chainId: string,
+    action: RecordActionRequest,
+    opts: CallOptions = {},
+  ): Promise<RecordActionResponse> {
+    return requestJson(this.#http, "POST", `/v1/chains/${id(chainId, "chainId")}/actions`, {
+      route: "POST /v1/chains/{chain_id}/actions",
+      body: action,
+      signal: opts.signal,
+      schema: RecordActionResponseSchema,
+    });
+  }
+
+  /** GET /v1/chains/{chain_id}/approval-status[?approval_id=] → chain status and the approval. */
+  async approvalStatus(
+    chainId: string,
+    approvalId?: string | null,
+    opts: CallOptions = {},
+  ): Promise<ApprovalStatusResponse> {
+    const query = approvalId ? `?approval_id=${id(approvalId, "approvalId")}` : "";
+    return requestJson(this.#http, "GET", `/v1/chains/${id(chainId, "chainId")}/approval-status${query}`, {
+      route: "GET /v1/chains/{chain_id}/approval-status",
+      signal: opts.signal,
+      schema: ApprovalStatusResponseSchema,
+    });
+  }
+
+  /** POST /v1/chains/{chain_id}/complete → seals the chain and issues the receipt. */
+  async completeChain(
+    chainId: string,
+    body: CompleteChainRequest = {},
+    opts: CallOptions = {},
+  ): Promise<CompleteResponse> {
+    return requestJson(this.#http, "POST", `/v1/chains/${id(chainId, "chainId")}/complete`, {
+      route: "POST /v1/chains/{chain_id}/complete",
+      body,
+      signal: opts.signal,
+      schema: CompleteResponseSchema,
+    });
+  }
+
+  /** GET /v1/chains/{chain_id}/receipt → the signed receipt, or null before completion (404). */
+  async getReceipt(chainId: string, opts: CallOptions = {}): Promise<Receipt | null> {
+    try {
+      return await requestJson(this.#http, "GET", `/v1/chains/${id(chainId, "chainId")}/receipt`, {
+        route: "GET /v1/chains/{chain_id}/receipt",
+        signal: opts.signal,
+        schema: ReceiptSchema,
+      });
+    } catch (err) {
+      if (err instanceof ServiceApiError && err.statusCode === 404) return null;
+      throw err;
+    }
+  }
+
+  /**
+   * POST /v1/chains/{chain_id}/events/{event_id}/outcome: reports what happened when an allowed
+   * action was carried out (once per event).
+   * @throws TypeError when `outcome` is invalid (names the field).
+   */
+  async reportOutcome(
+    chainId: string,
+    eventId: string,
+    outcome: EventOutcome,
+    opts: CallOptions = {},
+  ): Promise<{ chain_id: string; event_id: string; outcome: EventOutcome }> {
+    const parsed = EventOutcomeSchema.safeParse(outcome);
+    if (!parsed.success) {
+      throw new TypeError(
+        `outcome.${parsed.error.issues[0]?.path.join(".")}: ${parsed.error.issues[0]?.message}`,
+      );
+    }
+    return requestJson(
+      this.#http,
+      "POST",
+      `/v1/chains/${id(chainId, "chainId")}/events/${id(eventId, "eventId")}/outcome`,
+      {
+        route: "POST /v1/chains/{chain_id}/events/{event_id}/outcome",
+        body: parsed.data,
+        signal: opts.signal,
+        schema: z.looseObject({ chain_id: z.string(), event_id: z.string(), outcome: EventOutcomeSchema }),
+      },
+    );
+  }
+
+  /** GET /v1/verification/v2/receipts/{receipt_id} (member or admin): server-attested integrity. */
+  async verifyReceiptV2(receiptId: string, opts: CallOptions = {}): Promise<VerificationResult> {
+    return requestJson(this.#http, "GET", `/v1/verification/v2/receipts/${id(receiptId, "receiptId")}`, {
+      route: "GET /v1/verification/v2/receipts/{receipt_id}",
+      signal: opts.signal,
+      schema: VerificationResultSchema,
+    });
+  }
+
+  /** GET /v1/verification/v2/approvals/{approval_id} (member or admin; role-dependent result). */
+  async verifyApprovalV2(approvalId: string, opts: CallOptions = {}): Promise<VerificationResult> {
+    return requestJson(this.#http, "GET", `/v1/verification/v2/approvals/${id(approvalId, "approvalId")}`, {
+      route: "GET /v1/verification/v2/approvals/{approval_id}",
+      signal: opts.signal,
+      schema: VerificationResultSchema,
+    });
+  }
+
+  /** GET /v1/public-verification-tokens (admin): token records, never plaintext or hashes. */
+  async listPublicVerificationTokens(opts: CallOptions = {}): Promise<{ tokens: TokenRecord[] }> {
+    return requestJson(this.#http, "GET", "/v1/public-verification-tokens", {
+      route: "GET /v1/public-verification-tokens",
+      signal: opts.signal,
+      schema: TokenListSchema,
+    });
+  }
+
+  /**
+   * POST /v1/public-verification-tokens (admin) → {token_id, token, public_path, ...}. The
+   * plaintext token is returned once; store or share it, it cannot be recovered.
+   */
+  async issuePublicVerificationToken(
+    artifact: { artifactType: ArtifactType; artifactId: string },
+    opts: CallOptions = {},
+  ): Promise<IssuedToken> {
+    if (artifact.artifactType !== "approval" && artifact.artifactType !== "receipt") {
+      throw new TypeError("artifactType: must be approval or receipt");
+    }
+    id(artifact.artifactId, "artifactId");
+    return requestJson(this.#http, "POST", "/v1/public-verification-tokens", {
+      route: "POST /v1/public-verification-tokens",
+      body: { artifact_type: artifact.artifactType, artifact_id: artifact.artifactId },
+      signal: opts.signal,
+      schema: IssuedTokenSchema,
+    });
+  }
+
+  /** POST /v1/public-verification-tokens/{token_id}/revoke (admin); the public link stops working. */
+  async revokePublicVerificationToken(tokenId: string, opts: CallOptions = {}): Promise<TokenRecord> {
+    return requestJson(
+      this.#http,
+      "POST",
+      `/v1/public-verification-tokens/${id(tokenId, "tokenId")}/revoke`,
+      {
+        route: "POST /v1/public-verification-tokens/{token_id}/revoke",
+        body: {},
+        signal: opts.signal,
+        schema: TokenRecordSchema,
+      },
+    );
+  }
+
+  /**
+   * GET /public/v2/verify/{token}: the minimized public verification result. Sent without the
+   * API key (the token alone authorizes).
+   * @throws VerificationError (sanitized: no status, no reason, no token) for any non-2xx answer;
+   *   BackendUnavailableError when the service is unreachable.
+   */
+  async verifyPublicToken(token: string, opts: CallOptions = {}): Promise<PublicVerificationResult> {
+    if (typeof token !== "string" || token.trim() === "" || token.length > 512) throw new VerificationError();
+    try {
+      return await requestJson(this.#http, "GET", `/public/v2/verify/${encodeURIComponent(token)}`, {
+        route: "GET /public/v2/verify/{token}",
+        auth: false,
+        secretPath: true,
+        signal: opts.signal,
+        schema: PublicVerificationResultSchema,
+      });
+    } catch (err) {
+      if (err instanceof ServiceApiError) throw new VerificationError();
+      throw err;
+    }
+  }
+
+  /**
+   * Legacy GET /v1/receipts/{receipt_id}/verify (compatibility only). Emits a DeprecationWarning
+   * (code TG_DEP_VERIFY_RECEIPT); use {@link verifyReceiptV2}.
+   */
+  async verifyReceipt(receiptId: string, opts: CallOptions = {}): Promise<unknown> {
+    process.emitWarning("verifyReceipt() is deprecated (legacy route); use verifyReceiptV2()", {
+      type: "DeprecationWarning",
+      code: "TG_DEP_VERIFY_RECEIPT",
+    });
+    return requestJson(this.#http, "GET", `/v1/receipts/${id(receiptId, "receiptId")}/verify`, {
+      route: "GET /v1/receipts/{receipt_id}/verify",
+      signal: opts.signal,
+      schema: anyJson,
+    });
+  }
+}

@@ -1,0 +1,179 @@
+/**
+ * Client-side errors of the SDK (spec: "Errors"). The hierarchy is the spec's:
+ *
+ * ```
+ * ServicePolicyError (base for policy denials)
+ *   ActionDeniedError
+ *   PolicyViolationError
+ *   ServiceKillSwitchError
+ * Error
+ *   BackendUnavailableError
+ *   ChainTimeoutError
+ *   ChainAutoPausedError
+ * ```
+ *
+ * Plus what the spec's table names without a class of its own: `VerificationError` (the
+ * sanitized verification error of verifyPublicToken), `RuntimeError` (McpAdapter.install), and
+ * `ServiceApiError` for API errors that are not policy outcomes (validation, auth, not found,
+ * a completed chain). No error message or property ever carries the API key, a public token or
+ * a payload value.
+ */
+import type { PolicyDecision } from "./decision.js";
+
+/** Base class of policy denials (spec: ServicePolicyError). */
+export class ServicePolicyError extends Error {
+  /** The decision that denied, when the backend returned one. */
+  readonly decision: PolicyDecision | null;
+  constructor(message: string, decision: PolicyDecision | null = null, options?: ErrorOptions) {
+    super(message, options);
+    this.name = new.target.name;
+    this.decision = decision;
+  }
+}
+
+/**
+ * The backend's policy denied the action, a reviewer denied it, or the backend marked the
+ * approval timed out (spec: ActionDeniedError).
+ */
+export class ActionDeniedError extends ServicePolicyError {
+  /** "backend_evaluation" for policy denials and approval timeouts, "human_approval" for reviewers. */
+  readonly decisionSource: string;
+  /** Reviewer notes, the timeout text (contains "not resolved within"), or the policy's reason. */
+  readonly condition: string;
+  /** The matched policy, or null. */
+  readonly policyName: string | null;
+  constructor(
+    decisionSource: string,
+    condition: string,
+    policyName: string | null,
+    decision: PolicyDecision | null,
+  ) {
+    const by = decisionSource === "human_approval" ? "by a reviewer" : "by policy";
+    const what = policyName ? ` (${policyName})` : "";
+    super(`Action denied ${by}${what}: ${condition || "no reason given"}`, decision);
+    this.decisionSource = decisionSource;
+    this.condition = condition;
+    this.policyName = policyName;
+  }
+}
+
+/**
+ * A policy condition was violated outside the main evaluation path (spec: PolicyViolationError).
+ * Raised when an action is recorded into a chain whose earlier action still awaits approval
+ * (service code TG_ERR_APPROVAL_PENDING): the approval gate is still closed.
+ */
+export class PolicyViolationError extends ServicePolicyError {
+  /** The service's error code, e.g. TG_ERR_APPROVAL_PENDING. */
+  readonly code: string;
+  constructor(message: string, code: string, options?: ErrorOptions) {
+    super(message, null, options);
+    this.code = code;
+  }
+}
+
+/** The organization kill switch is active (kill_switch_active true on the decision). */
+export class ServiceKillSwitchError extends ServicePolicyError {
+  constructor(decision: PolicyDecision) {
+    super(
+      `The organization kill switch is active: ${decision.decisionReason || "no reason given"}`,
+      decision,
+    );
+  }
+}
+
+/** Backend options of {@link BackendUnavailableError}. */
+export interface BackendUnavailableDetails {
+  /** The action category whose fail mode is deny; null outside action recording. */
+  category?: string | null;
+  /** The fail_modes key that decided (the category or "default"); null outside action recording. */
+  failModeKey?: string | null;
+  /** The network error, timeout or HTTP status that made the backend unavailable. */
+  cause?: unknown;
+}
+
+/**
+ * The backend could not be reached (connection error, per-request timeout, HTTP 5xx) and the
+ * applicable fail mode is deny (spec: BackendUnavailableError). Nothing is buffered.
+ */
+export class BackendUnavailableError extends Error {
+  readonly category: string | null;
+  readonly failModeKey: string | null;
+  constructor(message: string, details: BackendUnavailableDetails = {}) {
+    super(message, details.cause === undefined ? undefined : { cause: details.cause });
+    this.name = "BackendUnavailableError";
+    this.category = details.category ?? null;
+    this.failModeKey = details.failModeKey ?? null;
+  }
+}
+
+/** The local approval wait window (defaultApprovalTimeoutHours) expired (spec: ChainTimeoutError). */
+export class ChainTimeoutError extends Error {
+  readonly chainId: string;
+  readonly approvalId: string;
+  /** The local wait window in hours. */
+  readonly timeoutHours: number;
+  constructor(chainId: string, approvalId: string, timeoutHours: number) {
+    super(
+      `Stopped waiting for approval ${approvalId} after ${timeoutHours} h; the approval is still pending on the backend`,
+    );
+    this.name = "ChainTimeoutError";
+    this.chainId = chainId;
+    this.approvalId = approvalId;
+    this.timeoutHours = timeoutHours;
+  }
+}
+
+/** The backend halted the chain for a runaway limit (spec: ChainAutoPausedError). */
+export class ChainAutoPausedError extends Error {
+  readonly chainId: string;
+  /** The decision with auto_paused true, or null when the chain had been paused earlier. */
+  readonly decision: PolicyDecision | null;
+  constructor(chainId: string, reason: string, decision: PolicyDecision | null = null) {
+    super(`Chain ${chainId} was auto-paused: ${reason}`);
+    this.name = "ChainAutoPausedError";
+    this.chainId = chainId;
+    this.decision = decision;
+  }
+}
+
+/**
+ * The sanitized verification error of verifyPublicToken: the token is unknown, revoked or
+ * otherwise unavailable. It reveals nothing about why and never contains the token.
+ */
+export class VerificationError extends Error {
+  constructor() {
+    super("Verification is unavailable for this token");
+    this.name = "VerificationError";
+  }
+}
+
+/** Raised always by McpAdapter.install() (spec: Errors → RuntimeError). */
+export class RuntimeError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = "RuntimeError";
+  }
+}
+
+/**
+ * An API error that is not a policy outcome: 4xx validation/auth/not-found/conflict responses
+ * and malformed responses. Carries the service's error body (`code`, `message`, `details`).
+ */
+export class ServiceApiError extends Error {
+  readonly statusCode: number;
+  /** Stable service code, e.g. TG_ERR_VALIDATION, TG_ERR_CHAIN_COMPLETED, TG_ERR_NOT_FOUND. */
+  readonly code: string;
+  readonly details: Record<string, unknown> | null;
+  constructor(
+    statusCode: number,
+    code: string,
+    message: string,
+    details: Record<string, unknown> | null = null,
+  ) {
+    super(message);
+    this.name = "ServiceApiError";
+    this.statusCode = statusCode;
+    this.code = code;
+    this.details = details;
+  }
+}

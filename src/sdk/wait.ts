@@ -1,0 +1,72 @@
+/**
+ * Blocking on an approval gate (spec: "States and transitions" pending_approval rows,
+ * "Limits" → approval polling). Polls GET /v1/chains/{id}/approval-status every
+ * pollIntervalMs (5000 ms: constant, no backoff, no tiering). A transient error (backend
+ * unreachable, per-request timeout, 5xx, 408/429) is ignored and retried on the next tick. The
+ * local wait window is defaultApprovalTimeoutHours from the start of the wait.
+ */
+import type { ServiceClient } from "./client.js";
+import type { ChainConfig } from "./config.js";
+import { fromWire, type PolicyDecision } from "./decision.js";
+import { ActionDeniedError, ChainTimeoutError } from "./exceptions.js";
+import { isTransient } from "./http.js";
+import { abortReason, throwIfAborted } from "./sleep.js";
+
+/** The gate being waited on. */
+export interface PendingApproval {
+  chainId: string;
+  approvalId: string;
+  eventId: string;
+  sequence: number | null;
+  category: string | null;
+}
+
+/**
+ * Waits until the approval is resolved and returns the resumed decision (allow,
+ * decision_source human_approval).
+ * @throws ActionDeniedError when a reviewer denied (decisionSource human_approval, condition =
+ *   notes), the backend timed the approval out (condition contains "not resolved within") or
+ *   the chain was completed while it waited (cancelled);
+ *   ChainTimeoutError when the local wait window expires first;
+ *   ServiceApiError for a permanent API error (e.g. 404);
+ *   the signal's reason when `signal` aborts.
+ */
+export async function waitForApproval(
+  client: ServiceClient,
+  config: ChainConfig,
+  gate: PendingApproval,
+  signal?: AbortSignal,
+): Promise<PolicyDecision> {
+  const { pollIntervalMs, sleep, now } = config.internals;
+  const deadline = now() + config.defaultApprovalTimeoutHours * 3_600_000;
+  const expired = () =>
+    new ChainTimeoutError(gate.chainId, gate.approvalId, config.defaultApprovalTimeoutHours);
+  for (;;) {
+    throwIfAborted(signal);
+    await sleep(pollIntervalMs, signal);
+    throwIfAborted(signal);
+    let status: Awaited<ReturnType<ServiceClient["approvalStatus"]>>;
+    try {
+      status = await client.approvalStatus(gate.chainId, gate.approvalId, { signal });
+    } catch (err) {
+      if (signal?.aborted) throw abortReason(signal);
+      if (!isTransient(err)) throw err;
+      if (now() >= deadline) throw expired();
+      continue;
+    }
+    const approval = status.approval;
+    if (approval && approval.status !== "pending") {
+      const decision = fromWire(approval.decision, {
+        eventId: gate.eventId,
+        sequence: gate.sequence,
+        approvalId: gate.approvalId,
+        exceptionId: approval.exception?.exception_id ?? null,
+        category: gate.category,
+      });
+      if (approval.status === "approved") return decision;
+      const condition = approval.condition ?? decision.decisionReason;
+      throw new ActionDeniedError(decision.decisionSource, condition, decision.policyName, decision);
+    }
+    if (now() >= deadline) throw expired();
+  }
+}

@@ -1,0 +1,119 @@
+/** The error hierarchy of the spec, decision conversion, and the abortable sleep. */
+import { describe, expect, it } from "vitest";
+import { failModeAllowDecision, fromWire, WireDecisionSchema } from "../../../src/sdk/decision.js";
+import {
+  ActionDeniedError,
+  BackendUnavailableError,
+  ChainAutoPausedError,
+  ChainTimeoutError,
+  PolicyViolationError,
+  RuntimeError,
+  ServiceApiError,
+  ServiceKillSwitchError,
+  ServicePolicyError,
+  VerificationError,
+} from "../../../src/sdk/exceptions.js";
+import { realSleep } from "../../../src/sdk/sleep.js";
+
+const decision = fromWire(WireDecisionSchema.parse({ policy_decision: "deny", kill_switch_active: true }), {
+  eventId: "e1",
+});
+
+describe("error hierarchy (spec: Errors)", () => {
+  it.each([
+    ["ActionDeniedError", new ActionDeniedError("human_approval", "no", "p", decision)],
+    ["PolicyViolationError", new PolicyViolationError("gate closed", "TG_ERR_APPROVAL_PENDING")],
+    ["ServiceKillSwitchError", new ServiceKillSwitchError(decision)],
+  ])("%s is a ServicePolicyError", (name, err) => {
+    expect(err).toBeInstanceOf(ServicePolicyError);
+    expect(err).toBeInstanceOf(Error);
+    expect(err.name).toBe(name);
+  });
+
+  it.each([
+    ["BackendUnavailableError", new BackendUnavailableError("down")],
+    ["ChainTimeoutError", new ChainTimeoutError("c", "a", 24)],
+    ["ChainAutoPausedError", new ChainAutoPausedError("c", "limit")],
+    ["VerificationError", new VerificationError()],
+    ["RuntimeError", new RuntimeError("x")],
+    ["ServiceApiError", new ServiceApiError(404, "TG_ERR_NOT_FOUND", "nf")],
+  ])("%s is a plain Error, not a policy denial", (name, err) => {
+    expect(err).toBeInstanceOf(Error);
+    expect(err).not.toBeInstanceOf(ServicePolicyError);
+    expect(err.name).toBe(name);
+  });
+
+  it("ActionDeniedError carries decisionSource, condition, policyName and the decision", () => {
+    const err = new ActionDeniedError(
+      "backend_evaluation",
+      "Approval not resolved within 24 hours",
+      null,
+      decision,
+    );
+    expect(err.decisionSource).toBe("backend_evaluation");
+    expect(err.condition).toContain("not resolved within");
+    expect(err.policyName).toBeNull();
+    expect(err.decision).toBe(decision);
+    expect(err.message).toMatch(/not resolved within/);
+  });
+
+  it("VerificationError reveals nothing", () => {
+    expect(new VerificationError().message).toBe("Verification is unavailable for this token");
+  });
+});
+
+describe("decisions", () => {
+  it("fills every spec default and camelCases the fields", () => {
+    const d = fromWire(WireDecisionSchema.parse({ policy_decision: "allow_with_flag" }), {
+      eventId: "e",
+      sequence: 3,
+      category: "default",
+    });
+    expect(d).toEqual({
+      policyDecision: "allow_with_flag",
+      decisionReason: "",
+      decisionSource: "backend_evaluation",
+      policyName: null,
+      killSwitchActive: false,
+      pauseReason: null,
+      remediation: null,
+      docsUrl: null,
+      evaluationMode: null,
+      shadowDecision: null,
+      estimatedCostUsd: null,
+      autoPaused: false,
+      eventId: "e",
+      sequence: 3,
+      approvalId: null,
+      exceptionId: null,
+      category: "default",
+      flagged: true,
+    });
+  });
+
+  it("the fail-mode allow is flagged, unrecorded and says why", () => {
+    const d = failModeAllowDecision("default", "default", "connection refused");
+    expect(d).toMatchObject({
+      policyDecision: "allow_with_flag",
+      flagged: true,
+      eventId: null,
+      decisionSource: "fail_mode",
+    });
+    expect(d.decisionReason).toContain("Backend unavailable (connection refused)");
+  });
+});
+
+describe("realSleep", () => {
+  it("rejects with the signal's reason when aborted, and at once when already aborted", async () => {
+    const c = new AbortController();
+    const reason = new Error("stop");
+    const p = realSleep(60_000, c.signal);
+    c.abort(reason);
+    await expect(p).rejects.toBe(reason);
+    await expect(realSleep(1, AbortSignal.abort(reason))).rejects.toBe(reason);
+  });
+
+  it("resolves after the delay", async () => {
+    await expect(realSleep(1)).resolves.toBeUndefined();
+  });
+});
