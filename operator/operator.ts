@@ -132,9 +132,7 @@ export async function startOperator(opts: StartOperatorOptions): Promise<Running
       return { cert: pki.cert, key: pki.key, caCert: pki.caCert };
     };
     let serving = await loadServing();
-    const namespaceOf = async (name: string): Promise<NamespaceLike> => {
-      const cached = namespaces.get(name);
-      if (cached) return { name, labels: cached.metadata?.labels ?? {} };
+    const fresh = async (name: string): Promise<NamespaceLike> => {
       try {
         const ns = await core.readNamespace({ name });
         return { name, labels: ns.metadata?.labels ?? {} };
@@ -142,6 +140,13 @@ export async function startOperator(opts: StartOperatorOptions): Promise<Running
         if (isNotFound(err)) return { name, labels: {} };
         throw new Error(`cannot read namespace ${name}: ${describeKubeError(err)}`);
       }
+    };
+    const namespaceSource = {
+      fresh,
+      cached: async (name: string): Promise<NamespaceLike> => {
+        const cached = namespaces.get(name);
+        return cached ? { name, labels: cached.metadata?.labels ?? {} } : fresh(name);
+      },
     };
     const webhook = await startWebhookServer({
       host: config.webhook.host,
@@ -152,7 +157,7 @@ export async function startOperator(opts: StartOperatorOptions): Promise<Running
         serviceUrl: config.sidecar.serviceUrl,
         mode: config.sidecar.mode,
       },
-      namespaceOf,
+      namespaces: namespaceSource,
       metrics,
       log,
     });

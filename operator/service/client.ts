@@ -18,11 +18,6 @@ export class ServiceError extends Error {
     super(message);
     this.name = "ServiceError";
   }
-
-  /** Whether retrying the same request later may succeed (network, timeouts, 401/403, 404, 409, 429, 5xx). */
-  get transient(): boolean {
-    return this.status === 0 || this.status >= 500 || [401, 403, 404, 408, 409, 429].includes(this.status);
-  }
 }
 
 /** Reads the bearer token; throws an error naming the file (never its content) when unreadable. */

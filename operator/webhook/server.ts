@@ -36,14 +36,23 @@ export interface AdmissionResponse {
   warnings?: string[];
 }
 
+/** Where the webhook learns a namespace's labels: a cache, and the API server when the cache may be stale. */
+export interface NamespaceSource {
+  cached(name: string): Promise<NamespaceLike>;
+  fresh(name: string): Promise<NamespaceLike>;
+}
+
 /**
  * Answers one review (pure apart from the namespace lookup): non-pod or non-CREATE requests
- * are allowed unchanged; pods are injected, skipped or denied by {@link buildInjection}.
+ * are allowed unchanged; pods are injected, skipped or denied by {@link buildInjection}. The API
+ * server only sends pods of labelled namespaces or annotated pods, so when the cached labels say
+ * "not selected" or "no organization", the namespace was probably just labelled: the decision is
+ * made again with labels read from the API server.
  */
 export async function review(
   req: AdmissionReview["request"],
   cfg: InjectionConfig,
-  namespaceOf: (name: string) => Promise<NamespaceLike>,
+  namespaces: NamespaceSource,
 ): Promise<{ response: AdmissionResponse; outcome: AdmissionOutcome }> {
   const uid = req.uid;
   if (req.kind.kind !== "Pod" || req.kind.group !== "" || req.operation !== "CREATE" || !req.object) {
@@ -51,7 +60,11 @@ export async function review(
   }
   const pod = req.object as PodLike & { metadata?: { namespace?: string } };
   const nsName = req.namespace ?? pod.metadata?.namespace ?? "default";
-  const decision = buildInjection(pod, await namespaceOf(nsName), cfg);
+  let decision = buildInjection(pod, await namespaces.cached(nsName), cfg);
+  const maybeStale =
+    (decision.kind === "skip" && decision.reason.startsWith("not selected")) ||
+    (decision.kind === "deny" && decision.message.startsWith("tollgate: no organization"));
+  if (maybeStale) decision = buildInjection(pod, await namespaces.fresh(nsName), cfg);
   switch (decision.kind) {
     case "skip":
       return { response: { uid, allowed: true }, outcome: AdmissionOutcome.skipped };
@@ -80,7 +93,7 @@ export interface WebhookServerOptions {
   port: number;
   tls: ServingCert;
   injection: InjectionConfig;
-  namespaceOf: (name: string) => Promise<NamespaceLike>;
+  namespaces: NamespaceSource;
   metrics: OperatorMetrics;
   log: Logger;
 }
@@ -118,7 +131,7 @@ export async function startWebhookServer(o: WebhookServerOptions): Promise<Webho
     }
     let result: { response: AdmissionResponse; outcome: AdmissionOutcome };
     try {
-      result = await review(parsed.data.request, o.injection, o.namespaceOf);
+      result = await review(parsed.data.request, o.injection, o.namespaces);
     } catch (err) {
       o.log.error({ err: (err as Error).message, uid: parsed.data.request.uid }, "admission review failed");
       result = {

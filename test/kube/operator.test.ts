@@ -131,6 +131,24 @@ describe("the operator reconciles CRDs into a running governance service", () =>
     expect(JSON.parse(events).items.map((e: { reason: string }) => e.reason)).toContain("Synced");
   });
 
+  it("refuses a second Organization claiming the same slug, and deleting it leaves the service alone", async () => {
+    await env.apply({
+      apiVersion: "tollgate.dev/v1alpha1",
+      kind: "Organization",
+      metadata: { name: "acme-copy" },
+      spec: { slug: "acme", killSwitch: { active: true, reason: "should never apply" } },
+    });
+    const copy = await waitFor("SlugConflict", async () => {
+      const o = await env.get("organization", "acme-copy");
+      return conditionOf(o, "Synced")?.reason === "SlugConflict" ? o : undefined;
+    });
+    expect(conditionOf(copy, "Synced")?.message).toBe("slug acme is already managed by Organization acme");
+    await env.k(["delete", "organization", "acme-copy", "--wait=true", "--timeout=60s"]);
+    const o = (await adminOrg("acme")).json();
+    expect(o.kill_switch.active).toBe(false);
+    expect(o.policies).toHaveLength(1);
+  });
+
   it("mints one API key into the governed namespace's Secret, and the service accepts it", async () => {
     const key = await waitFor("API key Secret", () => namespaceKey(NS));
     expect(key.apiKey).toMatch(/^tg_/);

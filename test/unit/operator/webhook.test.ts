@@ -14,10 +14,11 @@ import { applyPatch, type PodLike } from "../../../operator/webhook/patch.js";
 import { review, startWebhookServer } from "../../../operator/webhook/server.js";
 
 const cfg = { image: "ghcr.io/tollgate/sidecar:1", serviceUrl: "http://svc:8000" };
-const governed = async (name: string) => ({
+const labelled = (name: string) => ({
   name,
   labels: { "tollgate.dev/injection": "enabled", "tollgate.dev/organization": "acme" },
 });
+const governed = { cached: async (n: string) => labelled(n), fresh: async (n: string) => labelled(n) };
 const request = (object: unknown, over: Record<string, unknown> = {}) => ({
   uid: "u-1",
   kind: { group: "", version: "v1", kind: "Pod" },
@@ -70,6 +71,20 @@ describe("review", () => {
     expect(out.spec.containers.map((c) => c.name)).toEqual(["bot", "tollgate-sidecar"]);
   });
 
+  it("decides again with fresh labels when the cache says the namespace is not selected", async () => {
+    const stale = {
+      cached: async (n: string) => ({ name: n, labels: {} }),
+      fresh: async (n: string) => labelled(n),
+    };
+    const pod = { metadata: { name: "p" }, spec: { containers: [{ name: "a" }] } };
+    expect((await review(request(pod), cfg, stale)).outcome).toBe("injected");
+    const unlabelled = {
+      cached: async (n: string) => ({ name: n, labels: {} }),
+      fresh: async (n: string) => ({ name: n, labels: {} }),
+    };
+    expect((await review(request(pod), cfg, unlabelled)).outcome).toBe("skipped");
+  });
+
   it.each([
     ["a non-pod object", request({}, { kind: { group: "apps", version: "v1", kind: "Deployment" } })],
     ["an UPDATE", request({ metadata: {} }, { operation: "UPDATE" })],
@@ -103,7 +118,7 @@ describe("webhook server", () => {
       port: 0,
       tls: pki,
       injection: cfg,
-      namespaceOf: governed,
+      namespaces: governed,
       metrics,
       log: createOperatorLogger({ level: "silent" }),
     });
