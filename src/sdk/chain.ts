@@ -37,6 +37,9 @@ import { sanitizeForConfig } from "./sanitize.js";
 import { throwIfAborted } from "./sleep.js";
 import { waitForApproval } from "./wait.js";
 
+/** A per-chain policy override as callers write it (wire keys; defaults of nested items optional). */
+export type PolicyConfigInput = z.input<typeof PolicyConfigPatchSchema>;
+
 /** Options of a Chain. */
 export interface ChainOptions {
   /** Arbitrary JSON key/value pairs, set once at creation, visible in receipts. Not sanitized. */
@@ -45,7 +48,7 @@ export interface ChainOptions {
    * Per-chain policy override (wire keys, e.g. `{ financial_approval_threshold_usd: 100 }`),
    * merged key by key over the organization config; must be set before the chain starts.
    */
-  policyConfig?: PolicyConfigPatch;
+  policyConfig?: PolicyConfigInput;
   /** The configuration to use; default the one stored by init(). */
   config?: ChainConfig;
 }

@@ -6,7 +6,14 @@
  * verification helpers), the errors of ./exceptions, and the adapters in ./mcp, ./langgraph
  * and ./langchain (imported from their own modules so that their frameworks stay optional).
  */
-export { Chain, type ChainOptions, type CompleteResult, type RecordOptions, withChain } from "./chain.js";
+export {
+  Chain,
+  type ChainOptions,
+  type CompleteResult,
+  type PolicyConfigInput,
+  type RecordOptions,
+  withChain,
+} from "./chain.js";
 export {
   ApprovalStatus,
   type ApprovalStatusResponse,
@@ -56,5 +63,6 @@ export {
   ServicePolicyError,
   VerificationError,
 } from "./exceptions.js";
+export { McpAdapter, type McpAdapterOptions, type ToolCallOptions } from "./mcp.js";
 export { sanitizeForConfig } from "./sanitize.js";
 export { realSleep } from "./sleep.js";
