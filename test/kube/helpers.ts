@@ -4,9 +4,9 @@
  * real governance service, and polling.
  */
 import { type ChildProcess, spawn } from "node:child_process";
-import { mkdtemp, writeFile } from "node:fs/promises";
+import { randomBytes } from "node:crypto";
+import { writeFile } from "node:fs/promises";
 import http from "node:http";
-import os from "node:os";
 import path from "node:path";
 import type { OperatorConfig } from "../../operator/config.js";
 import { createOperatorLogger } from "../../operator/log.js";
@@ -121,10 +121,12 @@ export function waitReady(env: KubeEnv, kind: string, name: string, namespace?: 
   );
 }
 
-/** Writes the service admin token to a file the operator reads (a mounted Secret in a cluster). */
-export async function tokenFile(svc: TestService): Promise<string> {
-  const dir = await mkdtemp(path.join(os.tmpdir(), "tollgate-op-"));
-  const file = path.join(dir, "admin-token");
+/**
+ * Writes the service admin token to a file the operator reads (a mounted Secret in a cluster),
+ * inside the control plane's temporary directory (removed by `env.stop()`).
+ */
+export async function tokenFile(env: KubeEnv, svc: TestService): Promise<string> {
+  const file = path.join(env.cp.dir, `admin-token-${randomBytes(4).toString("hex")}`);
   await writeFile(file, svc.adminToken, { mode: 0o600 });
   return file;
 }

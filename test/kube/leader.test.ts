@@ -40,7 +40,7 @@ describe("leader election between two operator processes", () => {
   beforeAll(async () => {
     env = await startKubeEnv();
     svc = await startTestService({ listen: true });
-    const adminTokenFile = await tokenFile(svc);
+    const adminTokenFile = await tokenFile(env, svc);
     [a, b] = await Promise.all([
       spawnOperator(env, { serviceUrl: svc.url, adminTokenFile, identity: "replica-a" }),
       spawnOperator(env, { serviceUrl: svc.url, adminTokenFile, identity: "replica-b" }),
@@ -108,7 +108,7 @@ describe("leader election between two operator processes", () => {
     const leader = current.spec.holderIdentity === "replica-a" ? a : b;
     const replacement = await spawnOperator(env, {
       serviceUrl: svc.url,
-      adminTokenFile: await tokenFile(svc),
+      adminTokenFile: await tokenFile(env, svc),
       identity: "replica-c",
     });
     try {

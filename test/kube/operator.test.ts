@@ -69,7 +69,7 @@ describe("the operator reconciles CRDs into a running governance service", () =>
   beforeAll(async () => {
     env = await startKubeEnv();
     svc = await startTestService({ listen: true });
-    adminTokenFile = await tokenFile(svc);
+    adminTokenFile = await tokenFile(env, svc);
     op = await startTestOperator(
       testOperatorConfig(env, { serviceUrl: svc.url, adminTokenFile, identity: "operator-a" }),
     );

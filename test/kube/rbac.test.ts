@@ -73,7 +73,7 @@ describe("the operator runs with only the RBAC of operator/rbac.ts", () => {
     op = await startTestOperator(
       testOperatorConfig(
         env,
-        { serviceUrl: svc.url, adminTokenFile: await tokenFile(svc), identity: "least-privilege" },
+        { serviceUrl: svc.url, adminTokenFile: await tokenFile(env, svc), identity: "least-privilege" },
         { kubeconfigPath },
       ),
     );

@@ -55,7 +55,7 @@ describe("the sidecar-injecting webhook behind a real API server", () => {
     op = await startTestOperator(
       testOperatorConfig(env, {
         serviceUrl: svc.url,
-        adminTokenFile: await tokenFile(svc),
+        adminTokenFile: await tokenFile(env, svc),
         identity: "webhook-test",
       }),
     );
