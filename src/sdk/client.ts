@@ -156,8 +156,16 @@ export const VerificationResultSchema = z.looseObject({
 });
 export type VerificationResult = z.infer<typeof VerificationResultSchema>;
 
-/** Public (minimized) verification result; field names beyond the artifact type are open. */
-export const PublicVerificationResultSchema = z.looseObject({});
+/**
+ * Public (minimized) verification result: artifact type, verification status, integrity
+ * status, signature, key-trust and timestamp-anchor statuses. Never signatures, HMACs or
+ * organization identifiers.
+ */
+export const PublicVerificationResultSchema = z.looseObject({
+  artifact_type: z.string(),
+  verification_status: z.string(),
+  integrity_status: z.string(),
+});
 export type PublicVerificationResult = z.infer<typeof PublicVerificationResultSchema>;
 
 /** Kinds of artifact a public verification token can point at. */
@@ -173,12 +181,23 @@ export const IssuedTokenSchema = z.looseObject({
 export type IssuedToken = z.infer<typeof IssuedTokenSchema>;
 
 /** GET /v1/public-verification-tokens and the revoke result: token records, never plaintext. */
-export const TokenRecordSchema = z.looseObject({ token_id: z.string() });
+export const TokenRecordSchema = z.looseObject({
+  token_id: z.string(),
+  artifact_type: z.string(),
+  artifact_id: z.string(),
+  status: z.string(),
+});
+
+/** Filters of listPublicVerificationTokens. */
+export interface TokenListFilter {
+  status?: "active" | "revoked";
+  artifactType?: ArtifactType;
+  artifactId?: string;
+  /** 1..500; default 100 (server side). */
+  limit?: number;
+}
 export type TokenRecord = z.infer<typeof TokenRecordSchema>;
-const TokenListSchema = z.union([
-  z.looseObject({ tokens: z.array(TokenRecordSchema) }),
-  z.array(TokenRecordSchema).transform((tokens) => ({ tokens })),
-]);
+const TokenListSchema = z.looseObject({ tokens: z.array(TokenRecordSchema) });
 
 const anyJson = z.unknown();
 const id = (value: string, field: string): string => {
@@ -348,9 +367,18 @@ export class ServiceClient {
     });
   }
 
-  /** GET /v1/public-verification-tokens (admin): token records, never plaintext or hashes. */
-  async listPublicVerificationTokens(opts: CallOptions = {}): Promise<{ tokens: TokenRecord[] }> {
-    return requestJson(this.#http, "GET", "/v1/public-verification-tokens", {
+  /** GET /v1/public-verification-tokens (admin): token records, newest first, never plaintext or hashes. */
+  async listPublicVerificationTokens(
+    filter: TokenListFilter = {},
+    opts: CallOptions = {},
+  ): Promise<{ tokens: TokenRecord[] }> {
+    const query = new URLSearchParams();
+    if (filter.status) query.set("status", filter.status);
+    if (filter.artifactType) query.set("artifact_type", filter.artifactType);
+    if (filter.artifactId) query.set("artifact_id", filter.artifactId);
+    if (filter.limit !== undefined) query.set("limit", String(filter.limit));
+    const qs = query.size ? `?${query}` : "";
+    return requestJson(this.#http, "GET", `/v1/public-verification-tokens${qs}`, {
       route: "GET /v1/public-verification-tokens",
       signal: opts.signal,
       schema: TokenListSchema,

@@ -33,6 +33,7 @@ export {
   type RecordActionRequest,
   ServiceClient,
   type ServiceClientOptions,
+  type TokenListFilter,
   type TokenRecord,
   type VerificationResult,
 } from "./client.js";
