@@ -53,7 +53,9 @@ export function describeKubeError(err: unknown): string {
     }
     return `HTTP ${err.code}${message ? `: ${message}` : ""}`;
   }
-  return err instanceof Error ? err.message : String(err);
+  const message = err instanceof Error ? err.message : String(err);
+  const status = statusOf(err);
+  return status ? `HTTP ${status}: ${message}` : message;
 }
 
 /** Where an object of a named API group lives. `namespace` undefined for cluster-scoped objects. */

@@ -3,6 +3,7 @@
  * on HTTP 410 Gone (done by ListWatch), and restarts after any other error with a backoff from
  * 1 s doubling to 30 s. The delay function is injected so tests control time.
  */
+import { describeKubeError } from "./clients.js";
 import { type KubeConfig, type KubernetesObject, ListWatch, Watch } from "./k8s.js";
 
 /** Any object with Kubernetes metadata (timestamps may be strings: objects are plain JSON). */
@@ -79,17 +80,19 @@ export function startInformer<T extends MetaObject>(opts: InformerOptions<T>): R
     undefined,
     { delayFn: delay },
   );
-  if (opts.onAdd) lw.on("add", opts.onAdd);
-  if (opts.onUpdate) lw.on("update", opts.onUpdate);
-  if (opts.onDelete) lw.on("delete", opts.onDelete);
+  // A successful list or any event proves the connection: the next failure starts at 1 s again.
+  const handle = (cb?: (obj: T) => void) => (obj: T) => {
+    backoff = INFORMER_BACKOFF.initialMs;
+    cb?.(obj);
+  };
+  lw.on("add", handle(opts.onAdd));
+  lw.on("update", handle(opts.onUpdate));
+  lw.on("delete", handle(opts.onDelete));
   lw.on("error", (err: unknown) => {
     if (stopped) return;
     const wait = backoff;
     backoff = nextBackoff(backoff);
-    opts.log.warn(
-      { path: opts.path, err: (err as Error)?.message ?? String(err), retryInMs: wait },
-      "informer error",
-    );
+    opts.log.warn({ path: opts.path, err: describeKubeError(err), retryInMs: wait }, "informer error");
     void delay(wait).then(() => {
       if (!stopped) void restart();
     });
