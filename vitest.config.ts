@@ -46,6 +46,16 @@ export default defineConfig({
       },
       {
         test: {
+          name: "sidecar",
+          include: ["test/sidecar/**/*.test.ts"],
+          env: { TOLLGATE_TEST_DB: "postgres" },
+          globalSetup: ["test/support/global-postgres.ts"],
+          testTimeout: 60_000,
+          hookTimeout: 120_000,
+        },
+      },
+      {
+        test: {
           name: "kube",
           include: ["test/kube/**/*.test.ts"],
           testTimeout: 120_000,

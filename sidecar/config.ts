@@ -1,0 +1,368 @@
+/**
+ * Sidecar configuration: environment variables (what the operator's admission webhook injects)
+ * over an optional YAML or JSON file, validated once at start-up with zod; every error names
+ * the variable or file key. The API key is read from a mounted file (the Secret the operator
+ * mints), never from a flag or an environment value, so it never shows in `ps`.
+ *
+ * Environment (file key in brackets):
+ *   TOLLGATE_SERVICE_URL      [service_url]      governance service base URL (required)
+ *   TOLLGATE_API_KEY_FILE     [api_key_file]     file holding the client API key
+ *                                                (default /var/run/tollgate/api-key)
+ *   TOLLGATE_ORGANIZATION     [organization]     organization slug (informational: logs,
+ *                                                /readyz; the API key decides the organization)
+ *   TOLLGATE_AGENT_NAME       [agent_name]       agent name of calls through the MCP face
+ *                                                (default "mcp-agent")
+ *   TOLLGATE_GRPC_ADDRESS     [grpc_address]     host:port of the gRPC server (127.0.0.1:50051)
+ *   TOLLGATE_HTTP_ADDRESS     [http_address]     host:port of /healthz /readyz /metrics /mcp
+ *                                                (127.0.0.1:9090)
+ *   TOLLGATE_UPSTREAMS_FILE                      YAML/JSON file: a list of upstreams, or
+ *                                                { upstreams: [...] }
+ *   TOLLGATE_UPSTREAMS        [upstreams]        JSON list of upstreams (wins over the file)
+ *   TOLLGATE_FAIL_MODES       [fail_modes]       JSON map action category → deny | allow
+ *   TOLLGATE_MCP_UPSTREAM     [mcp_upstream]     the mcp upstream the MCP face mirrors
+ *   TOLLGATE_MAX_PAYLOAD_BYTES [max_payload_bytes] largest Invoke payload as JSON (262144)
+ *   TOLLGATE_DRAIN_TIMEOUT_MS [drain_timeout_ms] how long SIGTERM waits for in-flight calls
+ *                                                (25000)
+ *   TOLLGATE_BACKEND_TIMEOUT_SECONDS [backend_timeout_seconds] per-request timeout to the
+ *                                                service (5)
+ *   TOLLGATE_APPROVAL_TIMEOUT_HOURS [approval_timeout_hours] local approval wait window (24)
+ *   TOLLGATE_CONFIG_FILE                         the YAML/JSON file (also `--config`)
+ *   LOG_LEVEL                 [log_level]        fatal|error|warn|info|debug|trace|silent
+ *
+ * Upstreams: `{name, type: http, url, timeout_ms?, headers?}` (JSON POST of the payload),
+ * `{name, type: mcp, transport: streamable_http, url, timeout_ms?}` and
+ * `{name, type: mcp, transport: stdio, command, args?, env?, cwd?, timeout_ms?}`.
+ */
+import { readFile } from "node:fs/promises";
+import { parse as parseYaml } from "yaml";
+import { z } from "zod";
+
+/** Default path of the mounted API key Secret. */
+export const DEFAULT_API_KEY_FILE = "/var/run/tollgate/api-key";
+
+const name = z
+  .string()
+  .min(1)
+  .max(63)
+  .regex(/^[A-Za-z0-9][A-Za-z0-9_.-]*$/, "must be letters, digits, '_', '.', '-'");
+const httpUrl = z.url().refine((u) => /^https?:\/\//i.test(u), "must be an http(s) URL");
+const timeoutMs = z.number().int().positive().max(3_600_000);
+
+/** An upstream that takes a JSON POST of the payload and answers with the tool's result. */
+export const HttpUpstreamSchema = z
+  .object({
+    name,
+    type: z.literal("http"),
+    url: httpUrl,
+    /** Per-call timeout in ms; default 30000. */
+    timeout_ms: timeoutMs.default(30_000),
+    /** Extra request headers (e.g. the tool's own credentials). Never logged. */
+    headers: z.record(z.string(), z.string()).default({}),
+  })
+  .strict();
+
+/** A tool on an MCP server over Streamable HTTP. */
+export const McpHttpUpstreamSchema = z
+  .object({
+    name,
+    type: z.literal("mcp"),
+    transport: z.literal("streamable_http"),
+    url: httpUrl,
+    timeout_ms: timeoutMs.default(60_000),
+  })
+  .strict();
+
+/** A tool on an MCP server started as a child process speaking stdio. */
+export const McpStdioUpstreamSchema = z
+  .object({
+    name,
+    type: z.literal("mcp"),
+    transport: z.literal("stdio"),
+    command: z.string().min(1),
+    args: z.array(z.string()).default([]),
+    env: z.record(z.string(), z.string()).default({}),
+    cwd: z.string().min(1).optional(),
+    timeout_ms: timeoutMs.default(60_000),
+  })
+  .strict();
+
+/** One configured upstream. */
+export const UpstreamSchema = z.discriminatedUnion("type", [
+  HttpUpstreamSchema,
+  z.discriminatedUnion("transport", [McpHttpUpstreamSchema, McpStdioUpstreamSchema]),
+]);
+export type UpstreamConfig = z.infer<typeof UpstreamSchema>;
+export type HttpUpstreamConfig = z.infer<typeof HttpUpstreamSchema>;
+export type McpUpstreamConfig =
+  | z.infer<typeof McpHttpUpstreamSchema>
+  | z.infer<typeof McpStdioUpstreamSchema>;
+
+const address = z
+  .string()
+  .regex(/^(\[[0-9a-fA-F:.]+\]|[A-Za-z0-9.-]+):\d{1,5}$/, "must be host:port")
+  .refine((a) => Number(a.slice(a.lastIndexOf(":") + 1)) <= 65535, "port must be at most 65535");
+
+const failModes = z.record(
+  z.enum([
+    "financial",
+    "external_communication",
+    "bulk_deletion",
+    "bulk_operation",
+    "irreversible",
+    "llm_call",
+    "default",
+  ]),
+  z.enum(["deny", "allow"]),
+);
+
+/** The file form (snake_case keys); every key optional. */
+const FileSchema = z
+  .object({
+    service_url: httpUrl.optional(),
+    api_key_file: z.string().min(1).optional(),
+    organization: z.string().min(1).max(63).optional(),
+    agent_name: z.string().min(1).max(200).optional(),
+    grpc_address: address.optional(),
+    http_address: address.optional(),
+    upstreams: z.array(z.unknown()).optional(),
+    fail_modes: z.unknown().optional(),
+    mcp_upstream: name.optional(),
+    max_payload_bytes: z.number().int().positive().optional(),
+    drain_timeout_ms: z.number().int().nonnegative().optional(),
+    backend_timeout_seconds: z.number().positive().optional(),
+    approval_timeout_hours: z.number().positive().optional(),
+    log_level: z.string().optional(),
+  })
+  .strict();
+
+/** The validated configuration (camelCase). Holds no secret: the key stays in its file. */
+export const SidecarConfigSchema = z
+  .object({
+    serviceUrl: httpUrl,
+    apiKeyFile: z.string().min(1).default(DEFAULT_API_KEY_FILE),
+    organization: z.string().min(1).max(63).nullable().default(null),
+    agentName: z.string().min(1).max(200).default("mcp-agent"),
+    grpcAddress: address.default("127.0.0.1:50051"),
+    httpAddress: address.default("127.0.0.1:9090"),
+    upstreams: z.array(UpstreamSchema).default([]),
+    failModes: failModes.nullable().default(null),
+    mcpUpstream: name.nullable().default(null),
+    /** Bytes of the payload as JSON; larger payloads are INVALID_ARGUMENT. Default 256 KiB. */
+    maxPayloadBytes: z
+      .number()
+      .int()
+      .positive()
+      .max(16 * 1024 * 1024)
+      .default(256 * 1024),
+    /** ms; in-flight calls get this long to finish on SIGTERM. */
+    drainTimeoutMs: z.number().int().nonnegative().max(600_000).default(25_000),
+    /** Seconds; per-request timeout to the governance service. */
+    backendTimeoutSeconds: z.number().positive().max(600).default(5),
+    /** Hours; the local approval wait window. */
+    approvalTimeoutHours: z.number().positive().max(8760).default(24),
+    logLevel: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"),
+  })
+  .strict()
+  .superRefine((c, ctx) => {
+    const seen = new Set<string>();
+    c.upstreams.forEach((u, i) => {
+      if (seen.has(u.name))
+        ctx.addIssue({
+          code: "custom",
+          path: ["upstreams", i, "name"],
+          message: `duplicate upstream "${u.name}"`,
+        });
+      seen.add(u.name);
+    });
+    if (c.mcpUpstream !== null) {
+      const u = c.upstreams.find((x) => x.name === c.mcpUpstream);
+      if (u?.type !== "mcp") {
+        ctx.addIssue({
+          code: "custom",
+          path: ["mcpUpstream"],
+          message: `"${c.mcpUpstream}" is not a configured mcp upstream`,
+        });
+      }
+    }
+  });
+/** What `SidecarConfigSchema` accepts (programmatic use, tests). */
+export type SidecarConfigInput = z.input<typeof SidecarConfigSchema>;
+/** The validated sidecar configuration. */
+export type SidecarConfig = z.output<typeof SidecarConfigSchema>;
+
+/** Invalid configuration; `issues` name the variables or keys. */
+export class ConfigError extends Error {
+  constructor(readonly issues: string[]) {
+    super(`Invalid sidecar configuration:\n  ${issues.join("\n  ")}`);
+    this.name = "ConfigError";
+  }
+}
+
+/** Environment variable of each config key (for error messages). */
+const ENV_OF: Record<string, string> = {
+  serviceUrl: "TOLLGATE_SERVICE_URL",
+  apiKeyFile: "TOLLGATE_API_KEY_FILE",
+  organization: "TOLLGATE_ORGANIZATION",
+  agentName: "TOLLGATE_AGENT_NAME",
+  grpcAddress: "TOLLGATE_GRPC_ADDRESS",
+  httpAddress: "TOLLGATE_HTTP_ADDRESS",
+  upstreams: "TOLLGATE_UPSTREAMS",
+  failModes: "TOLLGATE_FAIL_MODES",
+  mcpUpstream: "TOLLGATE_MCP_UPSTREAM",
+  maxPayloadBytes: "TOLLGATE_MAX_PAYLOAD_BYTES",
+  drainTimeoutMs: "TOLLGATE_DRAIN_TIMEOUT_MS",
+  backendTimeoutSeconds: "TOLLGATE_BACKEND_TIMEOUT_SECONDS",
+  approvalTimeoutHours: "TOLLGATE_APPROVAL_TIMEOUT_HOURS",
+  logLevel: "LOG_LEVEL",
+};
+
+const issuesOf = (error: z.ZodError, prefix: (first: string) => string): string[] =>
+  error.issues.map((i) => {
+    const [first, ...rest] = i.path.map(String);
+    const where = first === undefined ? "(config)" : [prefix(first), ...rest].join(".");
+    return `${where}: ${i.message}`;
+  });
+
+async function readStructured(file: string, what: string): Promise<unknown> {
+  let text: string;
+  try {
+    text = await readFile(file, "utf8");
+  } catch (err) {
+    throw new ConfigError([
+      `${what}: cannot read ${file} (${(err as NodeJS.ErrnoException).code ?? "error"})`,
+    ]);
+  }
+  try {
+    return parseYaml(text); // YAML is a superset of JSON
+  } catch (err) {
+    throw new ConfigError([
+      `${what}: ${file} is not valid YAML or JSON (${(err as Error).message.split("\n")[0]})`,
+    ]);
+  }
+}
+
+function parseJsonEnv(env: NodeJS.ProcessEnv, key: string): unknown {
+  const raw = env[key];
+  if (raw === undefined || raw.trim() === "") return undefined;
+  try {
+    return JSON.parse(raw);
+  } catch {
+    throw new ConfigError([`${key}: must be JSON`]);
+  }
+}
+
+const numberEnv = (env: NodeJS.ProcessEnv, key: string): number | undefined => {
+  const raw = env[key];
+  if (raw === undefined || raw.trim() === "") return undefined;
+  const n = Number(raw);
+  if (!Number.isFinite(n)) throw new ConfigError([`${key}: must be a number`]);
+  return n;
+};
+
+/**
+ * Builds the configuration from the environment over the optional file (`configFile`, else
+ * TOLLGATE_CONFIG_FILE).
+ * @throws ConfigError naming every invalid variable or key.
+ */
+export async function loadConfig(env: NodeJS.ProcessEnv, configFile?: string): Promise<SidecarConfig> {
+  const filePath = configFile ?? env.TOLLGATE_CONFIG_FILE;
+  let file: z.infer<typeof FileSchema> = {};
+  if (filePath) {
+    const parsed = FileSchema.safeParse((await readStructured(filePath, "TOLLGATE_CONFIG_FILE")) ?? {});
+    if (!parsed.success) throw new ConfigError(issuesOf(parsed.error, (k) => `${filePath}: ${k}`));
+    file = parsed.data;
+  }
+  let upstreams: unknown = parseJsonEnv(env, "TOLLGATE_UPSTREAMS");
+  if (upstreams === undefined && env.TOLLGATE_UPSTREAMS_FILE) {
+    const doc = await readStructured(env.TOLLGATE_UPSTREAMS_FILE, "TOLLGATE_UPSTREAMS_FILE");
+    upstreams = Array.isArray(doc) ? doc : (doc as { upstreams?: unknown } | null)?.upstreams;
+    if (!Array.isArray(upstreams)) {
+      throw new ConfigError([
+        `TOLLGATE_UPSTREAMS_FILE: ${env.TOLLGATE_UPSTREAMS_FILE} must hold a list or { upstreams: [...] }`,
+      ]);
+    }
+  }
+  const pick = <T>(fromEnv: T | undefined, fromFile: T | undefined): T | undefined => fromEnv ?? fromFile;
+  const str = (key: string) => (env[key]?.trim() ? env[key]!.trim() : undefined);
+  const candidate = {
+    serviceUrl: pick(str("TOLLGATE_SERVICE_URL"), file.service_url),
+    apiKeyFile: pick(str("TOLLGATE_API_KEY_FILE"), file.api_key_file),
+    organization: pick(str("TOLLGATE_ORGANIZATION"), file.organization),
+    agentName: pick(str("TOLLGATE_AGENT_NAME"), file.agent_name),
+    grpcAddress: pick(str("TOLLGATE_GRPC_ADDRESS"), file.grpc_address),
+    httpAddress: pick(str("TOLLGATE_HTTP_ADDRESS"), file.http_address),
+    upstreams: pick(upstreams, file.upstreams),
+    failModes: pick(parseJsonEnv(env, "TOLLGATE_FAIL_MODES"), file.fail_modes),
+    mcpUpstream: pick(str("TOLLGATE_MCP_UPSTREAM"), file.mcp_upstream),
+    maxPayloadBytes: pick(numberEnv(env, "TOLLGATE_MAX_PAYLOAD_BYTES"), file.max_payload_bytes),
+    drainTimeoutMs: pick(numberEnv(env, "TOLLGATE_DRAIN_TIMEOUT_MS"), file.drain_timeout_ms),
+    backendTimeoutSeconds: pick(
+      numberEnv(env, "TOLLGATE_BACKEND_TIMEOUT_SECONDS"),
+      file.backend_timeout_seconds,
+    ),
+    approvalTimeoutHours: pick(
+      numberEnv(env, "TOLLGATE_APPROVAL_TIMEOUT_HOURS"),
+      file.approval_timeout_hours,
+    ),
+    logLevel: pick(str("LOG_LEVEL"), file.log_level),
+  };
+  const defined = Object.fromEntries(Object.entries(candidate).filter(([, v]) => v !== undefined));
+  return parseConfig(defined);
+}
+
+/**
+ * Validates a programmatic configuration (tests, embedding).
+ * @throws ConfigError naming the variable of each invalid key.
+ */
+export function parseConfig(input: SidecarConfigInput | Record<string, unknown>): SidecarConfig {
+  const parsed = SidecarConfigSchema.safeParse(input);
+  if (!parsed.success) throw new ConfigError(issuesOf(parsed.error, (k) => ENV_OF[k] ?? k));
+  return parsed.data;
+}
+
+/**
+ * Reads the API key from its file (trailing whitespace trimmed). The key itself never appears
+ * in an error.
+ * @throws ConfigError when the file is missing, unreadable or empty.
+ */
+export async function readApiKey(file: string): Promise<string> {
+  let text: string;
+  try {
+    text = await readFile(file, "utf8");
+  } catch (err) {
+    throw new ConfigError([
+      `TOLLGATE_API_KEY_FILE: cannot read ${file} (${(err as NodeJS.ErrnoException).code ?? "error"})`,
+    ]);
+  }
+  const key = text.trim();
+  if (key === "" || /\s/.test(key)) {
+    throw new ConfigError([`TOLLGATE_API_KEY_FILE: ${file} must hold exactly one API key`]);
+  }
+  return key;
+}
+
+/** The configuration for logs: no secrets (headers and env of upstreams are elided). */
+export function describeConfig(c: SidecarConfig): Record<string, unknown> {
+  return {
+    ...c,
+    upstreams: c.upstreams.map((u) =>
+      u.type === "http"
+        ? {
+            name: u.name,
+            type: u.type,
+            url: u.url,
+            timeout_ms: u.timeout_ms,
+            headers: Object.keys(u.headers),
+          }
+        : u.transport === "stdio"
+          ? {
+              name: u.name,
+              type: u.type,
+              transport: u.transport,
+              command: u.command,
+              env: Object.keys(u.env),
+            }
+          : { name: u.name, type: u.type, transport: u.transport, url: u.url },
+    ),
+  };
+}

@@ -1,0 +1,192 @@
+/**
+ * The gRPC face: tollgate.v1.ToolGateway handlers over the Governor, standard health
+ * (grpc.health.v1 via grpc-health-check) and server reflection (@grpc/reflection).
+ *
+ * Errors follow proto/tollgate/v1/gateway.proto: `callback({ code, details, metadata })` with
+ * the trailing metadata `tollgate-error-code` and, when the service decided,
+ * `tollgate-decision-bin` (a serialized tollgate.v1.Decision).
+ */
+import * as grpc from "@grpc/grpc-js";
+import { ReflectionService } from "@grpc/reflection";
+import { HealthImplementation } from "grpc-health-check";
+import type { PolicyDecision } from "../src/sdk/index.js";
+import { ErrorCode, GatewayError } from "./errors.js";
+import type { Decision } from "./generated/tollgate/v1/Decision.js";
+import type { ToolGatewayHandlers } from "./generated/tollgate/v1/ToolGateway.js";
+import type { Governor } from "./governor.js";
+import type { Logger } from "./logger.js";
+import { encodeDecision, gatewayService, loadGateway, SERVICE_NAME } from "./proto.js";
+import { jsonToStruct } from "./struct.js";
+import { parseChainId, parseComplete, parseGetDecision, parseInvoke, parseOpenChain } from "./validate.js";
+
+/** Converts the SDK's decision into the proto Decision (absent optional = null). */
+export function toProtoDecision(d: PolicyDecision, chainId: string): Decision {
+  return {
+    policy_decision: d.policyDecision,
+    decision_reason: d.decisionReason,
+    decision_source: d.decisionSource,
+    policy_name: d.policyName ?? undefined,
+    kill_switch_active: d.killSwitchActive,
+    pause_reason: d.pauseReason ?? undefined,
+    remediation: d.remediation ?? undefined,
+    docs_url: d.docsUrl ?? undefined,
+    evaluation_mode: d.evaluationMode ?? undefined,
+    shadow_decision: d.shadowDecision ?? undefined,
+    estimated_cost_usd: d.estimatedCostUsd ?? undefined,
+    auto_paused: d.autoPaused,
+    chain_id: chainId,
+    event_id: d.eventId ?? undefined,
+    approval_id: d.approvalId ?? undefined,
+    exception_id: d.exceptionId ?? undefined,
+    category: d.category ?? undefined,
+    flagged: d.flagged,
+  };
+}
+
+/** A grpc ServiceError for a GatewayError, with the trailing metadata of the contract. */
+export function toServiceError(e: GatewayError, chainId: string | null): Partial<grpc.ServiceError> {
+  const metadata = new grpc.Metadata();
+  metadata.set("tollgate-error-code", e.code);
+  if (e.decision)
+    metadata.set("tollgate-decision-bin", encodeDecision(toProtoDecision(e.decision, chainId ?? "")));
+  return { code: e.grpcCode, details: e.message, metadata };
+}
+
+/**
+ * A controller aborted when the call is cancelled or its deadline passes (grpc-js ends the call
+ * with DEADLINE_EXCEEDED itself and then reports it cancelled).
+ */
+function callController(call: grpc.ServerUnaryCall<unknown, unknown>): AbortController {
+  const controller = new AbortController();
+  call.once("cancelled", () => {
+    const deadline = call.getDeadline();
+    const ms = deadline instanceof Date ? deadline.getTime() : Number(deadline);
+    const expired = Number.isFinite(ms) && Date.now() >= ms - 5;
+    controller.abort(
+      expired
+        ? new GatewayError(ErrorCode.DEADLINE_EXCEEDED, "the call's deadline passed; nothing was forwarded")
+        : new GatewayError(ErrorCode.CANCELLED, "the caller cancelled; nothing was forwarded"),
+    );
+  });
+  return controller;
+}
+
+/** Runs a handler body and answers through the callback, mapping every error. */
+function answer<T>(
+  callback: grpc.sendUnaryData<T>,
+  log: Logger,
+  chainId: string | null,
+  body: () => Promise<T>,
+): void {
+  body().then(
+    (value) => callback(null, value),
+    (err: unknown) => {
+      const e = err instanceof GatewayError ? err : new GatewayError(ErrorCode.INTERNAL, "internal error");
+      if (!(err instanceof GatewayError)) log.error({ err }, "unexpected error in a gRPC handler");
+      callback(toServiceError(e, chainId));
+    },
+  );
+}
+
+/** Options of the gRPC server. */
+export interface GrpcServerOptions {
+  governor: Governor;
+  upstreamNames: ReadonlySet<string>;
+  maxPayloadBytes: number;
+  log: Logger;
+}
+
+/** The ToolGateway handlers. */
+export function gatewayHandlers(o: GrpcServerOptions): ToolGatewayHandlers {
+  const { governor, log } = o;
+  return {
+    OpenChain(call, callback) {
+      answer(callback, log, null, async () => {
+        const req = parseOpenChain(call.request, o.maxPayloadBytes);
+        return { chain_id: await governor.openChain(req.name, req.metadata, callController(call)) };
+      });
+    },
+    Invoke(call, callback) {
+      const chainId = call.request.chain_id || null;
+      answer(callback, log, chainId, async () => {
+        const controller = callController(call);
+        const input = (() => {
+          try {
+            return parseInvoke(call.request, o.upstreamNames, o.maxPayloadBytes);
+          } catch (err) {
+            governor.countInvalid("grpc");
+            throw err;
+          }
+        })();
+        const r = await governor.invoke(input, controller, "grpc");
+        return {
+          decision: toProtoDecision(r.decision, r.chainId),
+          forwarded: r.forwarded,
+          result_json: r.result?.resultJson ?? "",
+          upstream_error: r.result?.isError ?? false,
+          upstream_status: r.result?.status ?? 0,
+          upstream_duration_ms: r.upstreamDurationMs,
+        };
+      });
+    },
+    CompleteChain(call, callback) {
+      answer(callback, log, call.request.chain_id || null, async () => {
+        const req = parseComplete(call.request);
+        const r = await governor.completeChain(req.chainId, req.failure, callController(call));
+        return {
+          chain_id: r.chainId,
+          status: r.status,
+          receipt_id: r.receiptId,
+          receipt_number: r.receiptNumber,
+        };
+      });
+    },
+    GetReceipt(call, callback) {
+      answer(callback, log, call.request.chain_id || null, async () => {
+        const chainId = parseChainId(call.request.chain_id);
+        const receipt = await governor.getReceipt(chainId, callController(call));
+        if (!receipt)
+          throw new GatewayError(ErrorCode.NOT_FOUND, "the chain has no receipt yet (complete it first)");
+        return { receipt: jsonToStruct(receipt as Record<string, unknown>) };
+      });
+    },
+    GetDecision(call, callback) {
+      answer(callback, log, call.request.chain_id || null, async () => {
+        const req = parseGetDecision(call.request);
+        return toProtoDecision(
+          await governor.getDecision(req.chainId, req.eventId, callController(call)),
+          req.chainId,
+        );
+      });
+    },
+  };
+}
+
+/** A gRPC server with ToolGateway, health and reflection registered (not yet bound). */
+export function createGrpcServer(o: GrpcServerOptions): {
+  server: grpc.Server;
+  health: HealthImplementation;
+} {
+  const server = new grpc.Server({
+    "grpc.keepalive_time_ms": 60_000,
+    "grpc.keepalive_timeout_ms": 20_000,
+    "grpc.keepalive_permit_without_calls": 1,
+    "grpc.http2.min_ping_interval_without_data_ms": 10_000,
+    // Room above maxPayloadBytes so that an oversized payload gets our INVALID_ARGUMENT.
+    "grpc.max_receive_message_length": Math.max(4 * 1024 * 1024, o.maxPayloadBytes * 4),
+  });
+  server.addService(gatewayService(), gatewayHandlers(o) as unknown as grpc.UntypedServiceImplementation);
+  const health = new HealthImplementation({ "": "NOT_SERVING", [SERVICE_NAME]: "NOT_SERVING" });
+  health.addToServer(server);
+  new ReflectionService(loadGateway().definition).addToServer(server);
+  return { server, health };
+}
+
+/** Binds `server` to host:port (port 0 picks one); resolves to the bound port. */
+export function bindGrpc(server: grpc.Server, address: string): Promise<number> {
+  return new Promise((resolve, reject) => {
+    server.bindAsync(address, grpc.ServerCredentials.createInsecure(), (err, port) =>
+      err ? reject(err) : resolve(port),
+    );
+  });
+}

@@ -1,0 +1,98 @@
+/**
+ * Entry point of the sidecar: `tsx sidecar/main.ts [--config file]`. Reads the configuration
+ * (environment over the optional file) and the API key from its mounted file, starts the gRPC
+ * server and the HTTP face, and drains gracefully on SIGTERM/SIGINT.
+ * Exit codes: 0 after a drain, 2 for invalid configuration, 1 for anything else.
+ */
+import { Command, CommanderError } from "commander";
+import { ConfigError, describeConfig, loadConfig, readApiKey } from "./config.js";
+import { createLogger } from "./logger.js";
+import { startSidecar } from "./sidecar.js";
+
+const ENVIRONMENT_HELP = `
+Environment (injected by the Tollgate admission webhook):
+  TOLLGATE_SERVICE_URL            governance service base URL (required)
+  TOLLGATE_API_KEY_FILE           file holding the client API key (default /var/run/tollgate/api-key);
+                                  the key is never taken from a flag or an environment value
+  TOLLGATE_ORGANIZATION           organization slug (informational)
+  TOLLGATE_AGENT_NAME             agent name of calls through the MCP face (default mcp-agent)
+  TOLLGATE_GRPC_ADDRESS           gRPC listen address (default 127.0.0.1:50051)
+  TOLLGATE_HTTP_ADDRESS           /healthz /readyz /metrics /mcp listen address (default 127.0.0.1:9090)
+  TOLLGATE_UPSTREAMS              JSON list of upstreams, e.g.
+                                  [{"name":"search","type":"http","url":"http://127.0.0.1:8080/search"},
+                                   {"name":"memory","type":"mcp","transport":"stdio","command":"npx","args":["mcp-server-memory"]}]
+  TOLLGATE_UPSTREAMS_FILE         YAML/JSON file with the upstream list (used when TOLLGATE_UPSTREAMS is unset)
+  TOLLGATE_FAIL_MODES             JSON map action category -> deny|allow when the service is unreachable
+  TOLLGATE_MCP_UPSTREAM           name of the mcp upstream mirrored at /mcp
+  TOLLGATE_MAX_PAYLOAD_BYTES      largest Invoke payload as JSON (default 262144)
+  TOLLGATE_DRAIN_TIMEOUT_MS       grace for in-flight calls on SIGTERM (default 25000)
+  TOLLGATE_BACKEND_TIMEOUT_SECONDS per-request timeout to the service (default 5)
+  TOLLGATE_APPROVAL_TIMEOUT_HOURS local approval wait window (default 24)
+  TOLLGATE_CONFIG_FILE            YAML/JSON file with the same settings in snake_case (also --config)
+  LOG_LEVEL                       fatal|error|warn|info|debug|trace|silent (default info)
+`;
+
+async function main(): Promise<void> {
+  const program = new Command("tollgate-sidecar")
+    .description(
+      "Tollgate sidecar: governs an agent's tool calls through the governance service (gRPC tollgate.v1.ToolGateway)",
+    )
+    .option("-c, --config <file>", "YAML or JSON configuration file (environment variables win)")
+    .option("--print-config", "print the validated configuration (no secrets) and exit")
+    .addHelpText("after", ENVIRONMENT_HELP)
+    .exitOverride();
+  try {
+    program.parse(process.argv);
+  } catch (err) {
+    if (err instanceof CommanderError) process.exit(err.exitCode);
+    throw err;
+  }
+  const flags = program.opts<{ config?: string; printConfig?: boolean }>();
+
+  let config: Awaited<ReturnType<typeof loadConfig>>;
+  let apiKey: string;
+  try {
+    config = await loadConfig(process.env, flags.config);
+    if (flags.printConfig) {
+      process.stdout.write(`${JSON.stringify(describeConfig(config), null, 2)}\n`);
+      return;
+    }
+    apiKey = await readApiKey(config.apiKeyFile);
+  } catch (err) {
+    if (err instanceof ConfigError) {
+      process.stderr.write(`${err.message}\n`);
+      process.exit(2);
+    }
+    throw err;
+  }
+
+  const log = createLogger(config.logLevel);
+  log.info({ config: describeConfig(config) }, "starting Tollgate sidecar");
+  const sidecar = await startSidecar({ config, apiKey, log });
+
+  let stopping = false;
+  const shutdown = (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    log.info({ signal }, "shutting down");
+    const force = setTimeout(() => {
+      log.error("shutdown did not finish in time; exiting");
+      process.exit(1);
+    }, config.drainTimeoutMs + 10_000);
+    force.unref();
+    sidecar.drain().then(
+      () => process.exit(0),
+      (err: unknown) => {
+        log.error({ err }, "drain failed");
+        process.exit(1);
+      },
+    );
+  };
+  process.on("SIGTERM", () => shutdown("SIGTERM"));
+  process.on("SIGINT", () => shutdown("SIGINT"));
+}
+
+main().catch((err) => {
+  process.stderr.write(`tollgate-sidecar: ${err instanceof Error ? err.stack : String(err)}\n`);
+  process.exit(1);
+});

@@ -1,0 +1,69 @@
+/**
+ * Prometheus metrics of the sidecar (prom-client). One registry per sidecar instance. Label
+ * values are bounded: decisions and error kinds are fixed sets, upstream names come from the
+ * operator's configuration; never identifiers, payloads or secrets.
+ */
+import { Counter, collectDefaultMetrics, Histogram, Registry } from "prom-client";
+
+/** What an Invoke ended with (label `decision` of tollgate_sidecar_invocations_total). */
+export const InvocationResult = {
+  allow: "allow",
+  allow_with_flag: "allow_with_flag",
+  deny: "deny",
+  kill_switch: "kill_switch",
+  auto_paused: "auto_paused",
+  approval_pending: "approval_pending",
+  backend_unavailable: "backend_unavailable",
+  deadline_exceeded: "deadline_exceeded",
+  cancelled: "cancelled",
+  invalid_argument: "invalid_argument",
+  not_found: "not_found",
+  shutting_down: "shutting_down",
+  error: "error",
+} as const;
+export type InvocationResult = (typeof InvocationResult)[keyof typeof InvocationResult];
+
+const fast = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
+
+/** Creates the sidecar's registry and metrics. */
+export function createMetrics(opts: { defaultMetrics?: boolean } = {}) {
+  const registry = new Registry();
+  if (opts.defaultMetrics ?? true) collectDefaultMetrics({ register: registry, prefix: "tollgate_sidecar_" });
+  return {
+    registry,
+    invocations: new Counter({
+      name: "tollgate_sidecar_invocations_total",
+      help: "Invocations (gRPC Invoke and MCP tools/call) by how they ended.",
+      labelNames: ["decision", "surface"] as const,
+      registers: [registry],
+    }),
+    decisionDuration: new Histogram({
+      name: "tollgate_sidecar_decision_duration_seconds",
+      help: "Time to get the service's decision for one invocation (without approval waits), in seconds.",
+      buckets: fast,
+      registers: [registry],
+    }),
+    upstreamDuration: new Histogram({
+      name: "tollgate_sidecar_upstream_duration_seconds",
+      help: "Time of one forwarded upstream call, in seconds, by upstream and result (ok, tool_error, failed).",
+      labelNames: ["upstream", "result"] as const,
+      buckets: fast,
+      registers: [registry],
+    }),
+    approvalWait: new Histogram({
+      name: "tollgate_sidecar_approval_wait_seconds",
+      help: "Time an invocation waited on a human approval, in seconds, by result (approved, denied, abandoned).",
+      labelNames: ["result"] as const,
+      buckets: [1, 5, 15, 30, 60, 300, 900, 3600, 14400, 86400],
+      registers: [registry],
+    }),
+    errors: new Counter({
+      name: "tollgate_sidecar_errors_total",
+      help: "Errors by kind: backend (service unreachable), upstream, outcome_report, internal.",
+      labelNames: ["kind"] as const,
+      registers: [registry],
+    }),
+  };
+}
+
+export type Metrics = ReturnType<typeof createMetrics>;

@@ -1,0 +1,187 @@
+/**
+ * Assembles and runs the sidecar: SDK configuration, upstreams, the Governor, the gRPC server
+ * (ToolGateway, health, reflection), the HTTP face (health, metrics, MCP), and graceful drain.
+ *
+ * Drain (SIGTERM): health turns NOT_SERVING and /readyz 503; the gRPC server refuses new calls;
+ * calls in flight get `drainTimeoutMs` to finish, after which they fail cleanly with
+ * UNAVAILABLE SHUTTING_DOWN (waits stop, nothing more is forwarded); then MCP sessions close
+ * (their chains are completed), the HTTP face and the upstreams close.
+ */
+import type http from "node:http";
+import type * as grpc from "@grpc/grpc-js";
+import type { HealthImplementation } from "grpc-health-check";
+import { createConfig, type SdkInternals } from "../src/sdk/index.js";
+import type { SidecarConfig } from "./config.js";
+import { Governor } from "./governor.js";
+import { bindGrpc, createGrpcServer } from "./grpc.js";
+import { createHttpServer, listenHttp, type Readiness } from "./http.js";
+import { createLogger, type Logger } from "./logger.js";
+import { McpFace } from "./mcp-face.js";
+import { createMetrics, type Metrics } from "./metrics.js";
+import { SERVICE_NAME } from "./proto.js";
+import { createUpstreams, McpUpstream, type Upstream } from "./upstreams/index.js";
+
+/** Options of startSidecar. */
+export interface StartOptions {
+  config: SidecarConfig;
+  /** The client API key (read from TOLLGATE_API_KEY_FILE by main.ts). A secret. */
+  apiKey: string;
+  log?: Logger;
+  /** SDK hooks (tests: a shorter approval poll interval). */
+  sdkInternals?: Partial<SdkInternals>;
+  /** Collect process metrics (default true). */
+  defaultMetrics?: boolean;
+}
+
+/** A running sidecar. */
+export interface Sidecar {
+  /** Bound gRPC port. */
+  grpcPort: number;
+  /** Bound HTTP port. */
+  httpPort: number;
+  /** host:port of the gRPC server. */
+  grpcAddress: string;
+  /** Base URL of the HTTP face, e.g. http://127.0.0.1:9090. */
+  httpUrl: string;
+  governor: Governor;
+  metrics: Metrics;
+  upstreams: ReadonlyMap<string, Upstream>;
+  readiness(): Readiness;
+  /** Graceful drain then close (see the module comment). Idempotent. */
+  drain(timeoutMs?: number): Promise<void>;
+  /** Drain with no grace: in-flight calls fail at once. */
+  close(): Promise<void>;
+}
+
+const hostOf = (address: string) => address.slice(0, address.lastIndexOf(":"));
+
+/** Starts the sidecar; resolves once both servers listen. */
+export async function startSidecar(opts: StartOptions): Promise<Sidecar> {
+  const { config } = opts;
+  const log = opts.log ?? createLogger(config.logLevel);
+  const sdkConfig = createConfig(
+    opts.apiKey,
+    {
+      backendUrl: config.serviceUrl,
+      backendTimeoutSeconds: config.backendTimeoutSeconds,
+      defaultApprovalTimeoutHours: config.approvalTimeoutHours,
+      ...(config.failModes && { failModes: config.failModes }),
+    },
+    opts.sdkInternals,
+  );
+  const metrics = createMetrics({ defaultMetrics: opts.defaultMetrics });
+  const upstreams = createUpstreams(config.upstreams, log);
+  await Promise.all(
+    [...upstreams.values()].map((u) =>
+      u
+        .start()
+        .catch((err: Error) =>
+          log.warn({ upstream: u.name, err: err.message }, "upstream not reachable yet"),
+        ),
+    ),
+  );
+  const reconnect = setInterval(() => {
+    for (const u of upstreams.values()) if (!u.ready()) u.start().catch(() => undefined);
+  }, 5000);
+  reconnect.unref();
+
+  const governor = new Governor({ sdkConfig, upstreams, metrics, log });
+  const { server: grpcServer, health } = createGrpcServer({
+    governor,
+    upstreamNames: new Set(upstreams.keys()),
+    maxPayloadBytes: config.maxPayloadBytes,
+    log,
+  });
+  const mcpUpstream = config.mcpUpstream ? upstreams.get(config.mcpUpstream) : undefined;
+  const mcp =
+    mcpUpstream instanceof McpUpstream
+      ? new McpFace({
+          governor,
+          upstream: mcpUpstream,
+          agentName: config.agentName,
+          maxPayloadBytes: config.maxPayloadBytes,
+          log,
+        })
+      : null;
+
+  let draining = false;
+  const readiness = (): Readiness => {
+    const reasons = [
+      ...(draining ? ["draining"] : []),
+      ...[...upstreams.values()].filter((u) => !u.ready()).map((u) => `upstream ${u.name} not connected`),
+    ];
+    return { ready: reasons.length === 0, reasons };
+  };
+  const httpServer = createHttpServer({ metrics, readiness, mcp, log });
+
+  const grpcPort = await bindGrpc(grpcServer, config.grpcAddress);
+  const httpPort = await listenHttp(httpServer, config.httpAddress);
+  setServing(health, true);
+  log.info(
+    {
+      grpc: `${hostOf(config.grpcAddress)}:${grpcPort}`,
+      http: `${hostOf(config.httpAddress)}:${httpPort}`,
+      organization: config.organization,
+    },
+    "Tollgate sidecar listening",
+  );
+
+  let drained: Promise<void> | null = null;
+  const drain = (timeoutMs = config.drainTimeoutMs) => {
+    drained ??= (async () => {
+      draining = true;
+      setServing(health, false);
+      log.info({ inflight: governor.inflight, timeoutMs }, "draining");
+      const refused = tryShutdown(grpcServer);
+      const finished = await Promise.race([
+        governor.idle().then(() => true),
+        sleep(timeoutMs).then(() => false),
+      ]);
+      if (!finished) {
+        log.warn({ inflight: governor.inflight }, "drain timeout: failing the calls still in flight");
+        governor.abortInflight();
+        await Promise.race([governor.idle(), sleep(2000)]);
+      }
+      await Promise.race([refused, sleep(1000)]);
+      grpcServer.forceShutdown();
+      clearInterval(reconnect);
+      await mcp?.close();
+      await closeHttp(httpServer);
+      await Promise.allSettled([...upstreams.values()].map((u) => u.close()));
+      log.info("sidecar stopped");
+    })();
+    return drained;
+  };
+
+  return {
+    grpcPort,
+    httpPort,
+    grpcAddress: `${hostOf(config.grpcAddress)}:${grpcPort}`,
+    httpUrl: `http://${hostOf(config.httpAddress)}:${httpPort}`,
+    governor,
+    metrics,
+    upstreams,
+    readiness,
+    drain,
+    close: () => drain(0),
+  };
+}
+
+function setServing(health: HealthImplementation, serving: boolean): void {
+  const status = serving ? "SERVING" : "NOT_SERVING";
+  health.setStatus("", status);
+  health.setStatus(SERVICE_NAME, status);
+}
+
+function tryShutdown(server: grpc.Server): Promise<void> {
+  return new Promise((resolve) => server.tryShutdown(() => resolve()));
+}
+
+async function closeHttp(server: http.Server): Promise<void> {
+  const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+  server.closeIdleConnections();
+  await Promise.race([closed, sleep(1000)]);
+  server.closeAllConnections();
+}
+
+const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms).unref?.());

@@ -1,0 +1,126 @@
+/**
+ * An http upstream: the payload as a JSON POST to the configured URL, over a keep-alive agent
+ * (no connection set-up on the hot path). The tool learns the call's context from headers:
+ * x-tollgate-action-name, x-tollgate-agent-name, x-tollgate-chain-id, x-tollgate-event-id.
+ * A JSON response body is returned as is; any other body as a JSON string.
+ */
+import http from "node:http";
+import https from "node:https";
+import type { HttpUpstreamConfig } from "../config.js";
+import type { JsonObject } from "../struct.js";
+import { type CallContext, type Upstream, UpstreamError, type UpstreamResult } from "./types.js";
+
+/** See the module comment. */
+export class HttpUpstream implements Upstream {
+  readonly type = "http" as const;
+  readonly name: string;
+  readonly #config: HttpUpstreamConfig;
+  readonly #url: URL;
+  readonly #agent: http.Agent;
+  readonly #request: typeof http.request;
+
+  constructor(config: HttpUpstreamConfig) {
+    this.name = config.name;
+    this.#config = config;
+    this.#url = new URL(config.url);
+    const secure = this.#url.protocol === "https:";
+    this.#agent = secure
+      ? new https.Agent({ keepAlive: true, maxSockets: 256 })
+      : new http.Agent({ keepAlive: true, maxSockets: 256 });
+    this.#request = secure ? https.request : http.request;
+  }
+
+  async start(): Promise<void> {}
+
+  ready(): boolean {
+    return true;
+  }
+
+  call(actionName: string, payload: JsonObject, ctx: CallContext): Promise<UpstreamResult> {
+    const body = Buffer.from(JSON.stringify(payload));
+    const headers: Record<string, string | number> = {
+      ...this.#config.headers,
+      "content-type": "application/json",
+      "content-length": body.length,
+      accept: "application/json",
+      "x-tollgate-action-name": encodeHeader(actionName),
+      "x-tollgate-agent-name": encodeHeader(ctx.agentName),
+      "x-tollgate-chain-id": ctx.chainId,
+    };
+    if (ctx.eventId) headers["x-tollgate-event-id"] = ctx.eventId;
+    return new Promise<UpstreamResult>((resolve, reject) => {
+      let settled = false;
+      const fail = (err: UpstreamError) => {
+        if (settled) return;
+        settled = true;
+        clearTimeout(timer);
+        ctx.signal?.removeEventListener("abort", onAbort);
+        req.destroy();
+        reject(err);
+      };
+      const onAbort = () =>
+        fail(new UpstreamError(this.name, "aborted", "Aborted", `upstream ${this.name}: call aborted`));
+      const timer = setTimeout(
+        () =>
+          fail(
+            new UpstreamError(
+              this.name,
+              "timeout",
+              "Timeout",
+              `upstream ${this.name}: no answer within ${this.#config.timeout_ms} ms`,
+            ),
+          ),
+        this.#config.timeout_ms,
+      );
+      const req = this.#request(this.#url, { method: "POST", agent: this.#agent, headers }, (res) => {
+        const chunks: Buffer[] = [];
+        res.on("data", (c: Buffer) => chunks.push(c));
+        res.on("error", (err) => fail(this.#unavailable(err)));
+        res.on("end", () => {
+          if (settled) return;
+          settled = true;
+          clearTimeout(timer);
+          ctx.signal?.removeEventListener("abort", onAbort);
+          const status = res.statusCode ?? 0;
+          const text = Buffer.concat(chunks).toString("utf8");
+          resolve({
+            resultJson: asJsonText(text, res.headers["content-type"]),
+            isError: status >= 400,
+            status,
+            errorClass: status >= 400 ? `HTTP ${status}` : null,
+          });
+        });
+      });
+      req.on("error", (err) => fail(this.#unavailable(err)));
+      if (ctx.signal?.aborted) return onAbort();
+      ctx.signal?.addEventListener("abort", onAbort, { once: true });
+      req.end(body);
+    });
+  }
+
+  #unavailable(err: Error): UpstreamError {
+    const code = (err as NodeJS.ErrnoException).code ?? err.name;
+    return new UpstreamError(this.name, "unavailable", code, `upstream ${this.name}: ${code}`);
+  }
+
+  async close(): Promise<void> {
+    this.#agent.destroy();
+  }
+}
+
+/** Header values must be latin-1 without control characters; percent-encode anything else. */
+const encodeHeader = (v: string): string => (/^[\x20-\x7e]*$/.test(v) ? v : encodeURIComponent(v));
+
+/** A JSON body as is (when it parses), anything else as a JSON string. */
+function asJsonText(text: string, contentType: string | undefined): string {
+  if (text === "") return "null";
+  if (contentType?.includes("json")) {
+    try {
+      JSON.parse(text);
+      return text;
+    } catch {
+      // not JSON after all: fall through
+    }
+  }
+  return JSON.stringify(text);
+}
