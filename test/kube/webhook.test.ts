@@ -1,6 +1,9 @@
+import { mkdir, readFile, writeFile } from "node:fs/promises";
+import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { RunningOperator } from "../../operator/operator.js";
 import { sidecarInjectorConfiguration } from "../../operator/webhook/configuration.js";
+import { issueServingCertificate } from "../support/controlplane.js";
 import { startTestService, type TestService } from "../support/service.js";
 import {
   httpGet,
@@ -221,5 +224,50 @@ describe("the sidecar-injecting webhook behind a real API server", () => {
       metricValue(m, "tollgate_operator_webhook_admission_duration_seconds_count"),
     ).toBeGreaterThanOrEqual(5);
     expect((await httpGet(`http://127.0.0.1:${op.healthPort}/readyz`)).status).toBe(200);
+  });
+  it("with cert-manager, serves the mounted certificate and leaves the caBundle to the CA injector", async () => {
+    // cert-manager's part, done by hand: a serving certificate in a directory, the CA in the bundle.
+    const issued = await issueServingCertificate(env.cp, "cm-webhook");
+    const certDir = path.join(env.cp.dir, "cm-certs");
+    await mkdir(certDir);
+    await writeFile(path.join(certDir, "tls.crt"), await readFile(issued.cert));
+    await writeFile(path.join(certDir, "tls.key"), await readFile(issued.key));
+    const cmOperator = await startTestOperator(
+      testOperatorConfig(
+        env,
+        { serviceUrl: svc.url, adminTokenFile: await tokenFile(env, svc), identity: "cert-manager-mode" },
+        {
+          webhook: {
+            ...testOperatorConfig(env, { serviceUrl: "", adminTokenFile: "", identity: "" }).webhook,
+            certMode: "cert-manager",
+            certDir,
+            configurationName: "tollgate-cm-injector",
+          },
+        },
+      ),
+    );
+    try {
+      const caPem = await readFile(env.cp.caCertPath, "utf8");
+      await env.k(["delete", "mutatingwebhookconfiguration", "tollgate-sidecar-injector"]);
+      await env.apply(
+        sidecarInjectorConfiguration({
+          name: "tollgate-cm-injector",
+          target: { url: `https://127.0.0.1:${cmOperator.webhookPort}/mutate` },
+          operatorNamespace: OPERATOR_NAMESPACE,
+          caPem,
+          certManagerCertificate: `${OPERATOR_NAMESPACE}/tollgate-webhook`,
+        }),
+      );
+      await env.apply(pod("cm-agent", "governed", { labels: { app: "cm-agent" } }));
+      const stored = (await env.get("pod", "cm-agent", "governed")) as StoredPod;
+      expect(sidecars(stored)).toHaveLength(1);
+      const m = (await httpGet(`http://127.0.0.1:${cmOperator.healthPort}/metrics`)).body;
+      expect(metricValue(m, "tollgate_operator_webhook_admissions_total", '{outcome="injected"}')).toBe(1);
+      const config = await env.get("mutatingwebhookconfiguration", "tollgate-cm-injector");
+      for (const w of config.webhooks)
+        expect(Buffer.from(w.clientConfig.caBundle, "base64").toString()).toBe(caPem);
+    } finally {
+      await cmOperator.stop();
+    }
   });
 });
