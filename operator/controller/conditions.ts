@@ -124,6 +124,10 @@ export function nextStatus(
   };
 }
 
+/** Whether a status says the object is Synced (at any generation). */
+export const isSynced = (status: ResourceStatus | undefined): boolean =>
+  status?.conditions?.some((c) => c.type === ConditionType.Synced && c.status === "True") ?? false;
+
 /** Canonical JSON of a status for comparison (key order independent). */
 function canonical(value: unknown): string {
   if (Array.isArray(value)) return `[${value.map(canonical).join(",")}]`;

@@ -15,7 +15,7 @@ import type {
 } from "../crds/schema.js";
 import type { RunningInformer } from "../kube/informer.js";
 import type { ServiceClient } from "../service/client.js";
-import { ConditionType, needsReconcile, Reason, type ReconcileOutcome } from "./conditions.js";
+import { isSynced, needsReconcile, Reason, type ReconcileOutcome } from "./conditions.js";
 import type { KindHandler } from "./resource.js";
 
 export type OrganizationResource = TollgateResource<OrganizationSpec>;
@@ -27,9 +27,6 @@ export interface HandlerDeps {
   /** Enqueues dependents of an organization (policies, teams, namespaces) that need work. */
   enqueueDependents(org: OrganizationResource): void;
 }
-
-const isSynced = (obj: TollgateResource<unknown>) =>
-  obj.status?.conditions?.some((c) => c.type === ConditionType.Synced && c.status === "True") ?? false;
 
 /** The Organization handler. */
 export function organizationHandler(deps: HandlerDeps): KindHandler<OrganizationSpec> {
@@ -100,7 +97,7 @@ function resolveOrganization(
     };
   }
   const slug = org.status?.organization;
-  if (org.metadata.deletionTimestamp || !slug || !isSynced(org)) {
+  if (org.metadata.deletionTimestamp || !slug || !isSynced(org.status)) {
     return {
       outcome: {
         kind: "failed",

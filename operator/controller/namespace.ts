@@ -18,7 +18,7 @@ import type { RunningInformer } from "../kube/informer.js";
 import type { CoreV1Api, V1Namespace, V1Secret } from "../kube/k8s.js";
 import { type ServiceClient, ServiceError } from "../service/client.js";
 import { API_KEY_SECRET, API_KEY_SECRET_KEY, Labels } from "../webhook/patch.js";
-import { ConditionType } from "./conditions.js";
+import { isSynced } from "./conditions.js";
 import type { ReconcileReply, Reconciler } from "./controller.js";
 import type { OrganizationResource } from "./kinds.js";
 import { keyOf, type ObjectKey } from "./queue.js";
@@ -108,12 +108,7 @@ export class NamespaceReconciler implements Reconciler {
 
     const org = this.o.organizations
       .list()
-      .find(
-        (o) =>
-          !o.metadata.deletionTimestamp &&
-          o.status?.organization === slug &&
-          o.status.conditions?.some((c) => c.type === ConditionType.Synced && c.status === "True"),
-      );
+      .find((o) => !o.metadata.deletionTimestamp && o.status?.organization === slug && isSynced(o.status));
     if (!org) {
       await this.warnOnce(
         ns,
