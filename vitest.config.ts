@@ -46,6 +46,17 @@ export default defineConfig({
       },
       {
         test: {
+          name: "browser",
+          include: ["test/browser/**/*.test.ts"],
+          env: { TOLLGATE_TEST_DB: "postgres" },
+          globalSetup: ["test/support/global-postgres.ts"],
+          testTimeout: 120_000,
+          hookTimeout: 180_000,
+          poolOptions: { forks: { singleFork: true } },
+        },
+      },
+      {
+        test: {
           name: "sidecar",
           include: ["test/sidecar/**/*.test.ts"],
           env: { TOLLGATE_TEST_DB: "postgres" },

@@ -8,6 +8,7 @@ import { hasZodFastifySchemaValidationErrors, serializerCompiler, validatorCompi
 import { authenticate, bearerOf } from "./auth.js";
 import { type Clock, systemClock } from "./clock.js";
 import type { ServiceContext } from "./context.js";
+import { dashboardPlugin } from "./dashboard/plugin.js";
 import type { Database } from "./db/pool.js";
 import { escalateApprovalJob, timeoutApprovalJob } from "./domain/approvals.js";
 import { type JobHandler, Scheduler } from "./domain/jobs.js";
@@ -16,6 +17,8 @@ import { OrgConfigCache } from "./domain/orgs.js";
 import { ApiError, errorBody } from "./errors.js";
 import { createLogger, type Logger } from "./logger.js";
 import { createMetrics } from "./metrics.js";
+import { createOutboxWorker, type SmtpConfig } from "./notify/index.js";
+import type { OidcConfig } from "./oidc/settings.js";
 import { adminRoutes } from "./routes/admin.js";
 import { approvalRoutes } from "./routes/approvals.js";
 import { chainRoutes } from "./routes/chains.js";
@@ -36,6 +39,10 @@ export interface ServiceOptions {
   /** Durable job poll interval in ms; 0 disables the scheduler (tests run jobs by hand). */
   schedulerIntervalMs?: number;
   defaultMetrics?: boolean;
+  /** Approval mail delivery (outbox worker, polls every schedulerIntervalMs); unset keeps mail queued. */
+  smtp?: SmtpConfig;
+  /** Dashboard sign-in (OIDC or the development provider); unset leaves sign-in unconfigured. */
+  oidc?: OidcConfig;
 }
 
 /** A built service: the Fastify app, its context, the job handlers and a close function. */
@@ -115,6 +122,7 @@ export async function buildService(opts: ServiceOptions): Promise<Service> {
   await app.register(adminRoutes);
   await app.register(outcomeRoutes);
   await app.register(verificationRoutes);
+  await app.register(dashboardPlugin, { oidc: opts.oidc });
 
   const jobHandlers: Record<string, JobHandler> = {
     approval_timeout: (p, now) => timeoutApprovalJob(ctx.db, String(p.approval_id), now, ctx.keys),
@@ -127,6 +135,11 @@ export async function buildService(opts: ServiceOptions): Promise<Service> {
       ? new Scheduler(ctx.db, { clock, handlers: jobHandlers, intervalMs: opts.schedulerIntervalMs ?? 1000, log })
       : null;
   scheduler?.start();
+  const outbox =
+    opts.smtp && (opts.schedulerIntervalMs ?? 1000) > 0
+      ? createOutboxWorker(ctx, opts.smtp, { intervalMs: opts.schedulerIntervalMs ?? 1000 })
+      : null;
+  outbox?.start();
 
   return {
     app: app as unknown as FastifyInstance,
@@ -135,6 +148,7 @@ export async function buildService(opts: ServiceOptions): Promise<Service> {
     async close() {
       shuttingDown = true;
       await scheduler?.stop();
+      await outbox?.stop();
       await app.close();
     },
   };

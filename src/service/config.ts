@@ -8,6 +8,8 @@ import { chmod, mkdir, readFile, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { Command } from "commander";
 import { z } from "zod";
+import { describeSmtp, type SmtpConfig, SmtpEnvSchema, smtpFromEnv } from "./notify/smtp.js";
+import { type OidcConfig, OidcEnvSchema, oidcFromEnv } from "./oidc/settings.js";
 
 const EnvSchema = z.object({
   PORT: z.coerce.number().int().min(0).max(65535).default(8000),
@@ -22,6 +24,8 @@ const EnvSchema = z.object({
   TOLLGATE_ADMIN_TOKEN_FILE: z.string().optional(),
   TOLLGATE_SCHEDULER_INTERVAL_MS: z.coerce.number().int().min(50).max(60_000).default(1000),
   LOG_LEVEL: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"),
+  ...SmtpEnvSchema.shape,
+  ...OidcEnvSchema.shape,
 });
 
 /** Validated service configuration. `masterKey` and `adminToken` are secrets. */
@@ -39,6 +43,10 @@ export interface ServiceConfig {
   adminToken: string;
   schedulerIntervalMs: number;
   logLevel: string;
+  /** Approval mail delivery; undefined leaves mail queued in the outbox. */
+  smtp?: SmtpConfig;
+  /** Dashboard sign-in; undefined disables sign-in. */
+  oidc?: OidcConfig;
 }
 
 /** Thrown when configuration is invalid; `issues` name the variables. */
@@ -59,7 +67,18 @@ const help = `Environment:
   TOLLGATE_MASTER_KEY[_FILE]   32+ byte secret (hex or base64); generated into the data dir if unset
   TOLLGATE_ADMIN_TOKEN[_FILE]  service admin bearer token; generated into the data dir if unset
   TOLLGATE_SCHEDULER_INTERVAL_MS  durable job poll interval (default 1000)
-  LOG_LEVEL                    fatal|error|warn|info|debug|trace|silent (default info)`;
+  LOG_LEVEL                    fatal|error|warn|info|debug|trace|silent (default info)
+  SMTP_HOST, SMTP_PORT         approval mail server; unset keeps mail queued in the outbox
+  SMTP_TLS                     implicit|starttls|opportunistic|none (default starttls; implicit on port 465)
+  SMTP_USER, SMTP_PASSWORD[_FILE]  SMTP credentials
+  SMTP_FROM                    sender (default "Tollgate <tollgate@localhost>")
+  SMTP_CA_FILE, SMTP_TIMEOUT_MS    extra trusted CA (PEM); connect/greeting/socket timeout (default 20000)
+  OIDC_ISSUER_URL              OpenID provider of dashboard sign-in
+  OIDC_CLIENT_ID, OIDC_CLIENT_SECRET[_FILE]  registered client (secret optional: public client with PKCE)
+  OIDC_REDIRECT_URL            default TOLLGATE_PUBLIC_URL/auth/callback
+  OIDC_SCOPES                  default "openid email profile"
+  TOLLGATE_DEV_OIDC=true       DEVELOPMENT ONLY: embedded OpenID provider at /dev-oidc, no passwords
+  TOLLGATE_DEV_OIDC_USERS      extra e-mail addresses listed on the development sign-in page`;
 
 /** Parses argv and env into a ServiceConfig; generates dev secrets into the data dir when absent. */
 export async function loadConfig(argv: string[], env: NodeJS.ProcessEnv): Promise<ServiceConfig> {
@@ -99,6 +118,10 @@ export async function loadConfig(argv: string[], env: NodeJS.ProcessEnv): Promis
       : await devSecret(dataDir, "admin-token", () => `tga_${randomBytes(32).toString("base64url")}`));
   const masterKey = decodeKey(masterKeyText);
   if (masterKey.length < 32) throw new ConfigError(["TOLLGATE_MASTER_KEY: must decode to at least 32 bytes"]);
+  const issues: string[] = [];
+  const smtp = await smtpFromEnv(e, issues);
+  const oidc = await oidcFromEnv(e, issues);
+  if (issues.length) throw new ConfigError(issues);
   return {
     port: e.PORT,
     host: e.HOST,
@@ -110,6 +133,8 @@ export async function loadConfig(argv: string[], env: NodeJS.ProcessEnv): Promis
     adminToken,
     schedulerIntervalMs: e.TOLLGATE_SCHEDULER_INTERVAL_MS,
     logLevel: e.LOG_LEVEL,
+    ...(smtp && { smtp }),
+    ...(oidc && { oidc }),
   };
 }
 
@@ -131,6 +156,13 @@ export function describeConfig(c: ServiceConfig): Record<string, unknown> {
     logLevel: c.logLevel,
     masterKey: "(set)",
     adminToken: "(set)",
+    smtp: c.smtp ? describeSmtp(c.smtp) : null,
+    oidc: c.oidc
+      ? {
+          issuer: c.oidc.dev ? "embedded development provider (/dev-oidc)" : c.oidc.issuerUrl,
+          clientId: c.oidc.clientId,
+        }
+      : null,
   };
 }
 

@@ -36,7 +36,11 @@ async function main(): Promise<void> {
     publicUrl: config.publicUrl,
     log,
     schedulerIntervalMs: config.schedulerIntervalMs,
+    smtp: config.smtp,
+    oidc: config.oidc,
   });
+  if (!config.smtp) log.warn("SMTP_HOST is not set: approval e-mails stay queued in the outbox");
+  if (!config.oidc) log.warn("dashboard sign-in is off: set OIDC_ISSUER_URL or TOLLGATE_DEV_OIDC=true");
   await service.app.listen({ port: config.port, host: config.host });
   if (!process.env.TOLLGATE_ADMIN_TOKEN && !process.env.TOLLGATE_ADMIN_TOKEN_FILE) {
     log.info({ file: path.join(config.dataDir, "admin-token") }, "service admin token (generated for development) is in this file");

@@ -42,6 +42,12 @@ export function createMetrics(db: Database, opts: { defaultMetrics?: boolean } =
       labelNames: ["surface", "artifact_type", "status"] as const,
       registers: [registry],
     }),
+    notifications: new Counter({
+      name: "tollgate_notifications_total",
+      help: "Outbox notification delivery attempts, by result (sent, failed and retried, dropped).",
+      labelNames: ["result"] as const,
+      registers: [registry],
+    }),
     legacyRoutes: new Counter({
       name: "tollgate_legacy_route_requests_total",
       help: "Requests to legacy compatibility routes, by route (telemetry required before removal).",
@@ -63,7 +69,9 @@ export function createMetrics(db: Database, opts: { defaultMetrics?: boolean } =
     help: "Notifications in the outbox not yet delivered.",
     registers: [registry],
     async collect() {
-      const { rows } = await db.query("SELECT count(*)::int AS n FROM outbox WHERE sent_at IS NULL");
+      const { rows } = await db.query(
+        "SELECT count(*)::int AS n FROM outbox WHERE sent_at IS NULL AND dropped_at IS NULL",
+      );
       this.set(rows[0]?.n ?? 0);
     },
   });

@@ -1,0 +1,188 @@
+/**
+ * /dashboard/chains/{chain_id}: the chain's timeline of events with their decisions (and which
+ * time-boxed exception authorized which action), the approval decisions, and the receipt with
+ * its v2 verification status (domain/verification.ts).
+ */
+import type { PolicyDecision } from "../../../policy/schema.js";
+import type { Queryable } from "../../db/pool.js";
+import type { chainEvents, chainView } from "../../domain/chains.js";
+import type { ReceiptVerification } from "../../domain/verification.js";
+import { decisionLabels, durationLabels, formatTime, metricRows } from "../format.js";
+import { html, type SafeHtml } from "../html.js";
+import { badge, toneOf } from "../layout.js";
+
+type ChainView = ReturnType<typeof chainView>;
+type EventItem = Awaited<ReturnType<typeof chainEvents>>[number];
+
+/** An approval of the chain with its exception. */
+export interface ChainApproval {
+  approval_id: string;
+  event_id: string;
+  status: string;
+  requested_at: Date;
+  expires_at: Date;
+  decided_at: Date | null;
+  decided_by: string | null;
+  notes: string | null;
+  exception_id: string | null;
+  duration: string | null;
+  exception_expires_at: Date | null;
+}
+
+/** An exception referenced by an event of the chain (possibly granted in another chain). */
+export interface ChainException {
+  id: string;
+  approval_id: string;
+  chain_id: string | null;
+  granted_by: string;
+  duration: string;
+  created_at: Date;
+  expires_at: Date;
+  agent_name: string;
+  action_type: string;
+  destination_domain: string | null;
+}
+
+/** Approvals of a chain, oldest first. */
+export async function chainApprovals(q: Queryable, chainId: string): Promise<ChainApproval[]> {
+  const { rows } = await q.query<ChainApproval>(
+    `SELECT a.id AS approval_id, a.event_id, a.status, a.requested_at, a.expires_at, a.decided_at, a.decided_by, a.notes,
+       a.exception_id, e.duration, e.expires_at AS exception_expires_at
+     FROM approvals a LEFT JOIN exceptions e ON e.id = a.exception_id WHERE a.chain_id = $1 ORDER BY a.requested_at`,
+    [chainId],
+  );
+  return rows;
+}
+
+/** The exceptions that authorized events of a chain, by id (scoped to the organization). */
+export async function exceptionsUsed(
+  q: Queryable,
+  orgId: string,
+  ids: string[],
+): Promise<Map<string, ChainException>> {
+  if (ids.length === 0) return new Map();
+  const { rows } = await q.query<ChainException>(
+    `SELECT e.id, e.approval_id, a.chain_id, e.granted_by, e.duration, e.created_at, e.expires_at, e.agent_name, e.action_type,
+       e.destination_domain
+     FROM exceptions e LEFT JOIN approvals a ON a.id = e.approval_id WHERE e.org_id = $1 AND e.id = ANY($2::uuid[])`,
+    [orgId, ids],
+  );
+  return new Map(rows.map((r) => [r.id, r]));
+}
+
+/** What the receipt section shows. */
+export type ReceiptSection =
+  | { kind: "none" }
+  | {
+      kind: "verified";
+      receiptNumber: string;
+      receiptId: string;
+      createdAt: string;
+      verification: ReceiptVerification;
+    }
+  | { kind: "unverified"; receiptNumber: string; receiptId: string; createdAt: string; reason: string };
+
+const durationText = (d: string | null) => (d ? (durationLabels[d as keyof typeof durationLabels] ?? d) : "");
+
+function exceptionNote(e: ChainException | undefined, id: string, chainId: string): SafeHtml {
+  if (!e)
+    return html`<p class="small">Authorized by time-boxed exception <span class="mono">${id}</span>.</p>`;
+  return html`<p class="small">${badge("Exception", "warn")} Authorized by the ${durationText(e.duration)} exception granted by ${e.granted_by}
+on ${formatTime(e.created_at)} (scope: ${e.agent_name} · ${e.action_type}${e.destination_domain ? ` · ${e.destination_domain}` : ""}; expires ${formatTime(e.expires_at)})${
+    e.chain_id && e.chain_id !== chainId
+      ? html` when approving an action in <a href="/dashboard/chains/${e.chain_id}">another chain</a>`
+      : html` when approving an earlier action of this chain`
+  }. <span class="mono muted">${e.id}</span></p>`;
+}
+
+function eventItem(
+  ev: EventItem,
+  chainId: string,
+  approvals: Map<string, ChainApproval>,
+  exceptions: Map<string, ChainException>,
+): SafeHtml {
+  const d = ev.decision as PolicyDecision;
+  const approval = ev.approval_id ? approvals.get(ev.approval_id) : undefined;
+  return html`<li class="d-${d.policy_decision}" id="event-${ev.sequence}">
+<div class="card-head"><strong>#${ev.sequence} ${ev.agent_name}${ev.parent_agent_name ? html` <span class="muted small">(delegated by ${ev.parent_agent_name})</span>` : ""} → <span class="mono">${ev.action_type}</span> ${ev.action_name}</strong>
+<span>${badge(decisionLabels[d.policy_decision] ?? d.policy_decision, toneOf(d.policy_decision))}${d.decision_source === "human_approval" ? html` ${badge("Human decision", "neutral")}` : ""}</span></div>
+<div class="small muted">${formatTime(ev.recorded_at)} · category ${ev.category}${d.policy_name ? ` · policy ${d.policy_name}` : ""}${d.evaluation_mode === "shadow" && d.shadow_decision ? ` · shadow: ${d.shadow_decision}` : ""}</div>
+${d.decision_reason && html`<p class="small">${d.decision_reason}</p>`}
+${ev.exception_id && exceptionNote(exceptions.get(ev.exception_id), ev.exception_id, chainId)}
+${
+  approval &&
+  html`<p class="small">Approval ${badge(approval.status, toneOf(approval.status))}${approval.decided_by ? ` by ${approval.decided_by}` : ""}${approval.decided_at ? ` on ${formatTime(approval.decided_at)}` : ""}${approval.notes ? html` — “${approval.notes}”` : ""}</p>`
+}
+<details><summary class="small">Payload (sanitized)</summary><pre>${JSON.stringify(ev.payload, null, 2)}</pre></details>
+</li>`;
+}
+
+function receiptBlock(r: ReceiptSection, chainStatus: string): SafeHtml {
+  if (r.kind === "none") {
+    return html`<p class="muted">${chainStatus === "completed" || chainStatus === "failed" ? "No receipt was found." : "The receipt is issued when the chain completes."}</p>`;
+  }
+  const head = html`<dl class="facts"><dt>Receipt number</dt><dd><strong>${r.receiptNumber}</strong></dd>
+<dt>Receipt id</dt><dd class="mono small">${r.receiptId}</dd><dt>Issued</dt><dd>${formatTime(r.createdAt)}</dd>`;
+  if (r.kind === "unverified") {
+    return html`${head}<dt>Verification</dt><dd>${badge("Verification pending", "neutral")} <span class="small muted">${r.reason}</span></dd></dl>`;
+  }
+  const v = r.verification;
+  return html`${head}
+<dt>Overall (v2)</dt><dd>${badge(v.overall_status, toneOf(v.overall_status))}</dd>
+<dt>Integrity</dt><dd>${badge(v.integrity.status, toneOf(v.integrity.status))}</dd>
+<dt>Receipt chain</dt><dd>${badge(v.chain.status, toneOf(v.chain.status))}${v.chain.predecessor_receipt_number ? html` <span class="small muted">after ${v.chain.predecessor_receipt_number}</span>` : ""}</dd>
+<dt>Ed25519 signature</dt><dd>${badge(v.signature.status, toneOf(v.signature.status))} <span class="small muted">key ${v.signature.key_status}</span></dd>
+<dt>Verified</dt><dd>${formatTime(v.verified_at)} <span class="small muted">(server-attested)</span></dd>
+</dl>
+${v.problems.length > 0 && html`<div class="notice bad"><ul>${v.problems.map((p) => html`<li>${p}</li>`)}</ul></div>`}`;
+}
+
+/** The page body. */
+export function chainBody(opts: {
+  chain: ChainView;
+  events: EventItem[];
+  approvals: ChainApproval[];
+  exceptions: Map<string, ChainException>;
+  receipt: ReceiptSection;
+}): SafeHtml {
+  const { chain, events, approvals, exceptions } = opts;
+  const byId = new Map(approvals.map((a) => [a.approval_id, a]));
+  const meta = Object.entries(chain.metadata ?? {});
+  return html`<p class="small"><a href="/dashboard/approvals">← Approvals</a></p>
+<h1>Chain ${chain.name}</h1>
+<div class="grid">
+<section class="card" aria-labelledby="h-chain">
+<h2 id="h-chain" class="small muted">Chain</h2>
+<dl class="facts">
+<dt>Status</dt><dd>${badge(chain.status, toneOf(chain.status))}${chain.failure ? html` <span class="small">${chain.failure.mode}: ${chain.failure.message}</span>` : ""}</dd>
+<dt>Chain id</dt><dd class="mono small">${chain.chain_id}</dd>
+<dt>Environment</dt><dd>${chain.environment}</dd>
+<dt>Started</dt><dd>${formatTime(chain.started_at)}</dd>
+<dt>Completed</dt><dd>${chain.completed_at ? formatTime(chain.completed_at) : "—"}</dd>
+<dt>Actions</dt><dd>${chain.total_actions}</dd>
+${meta.map(([k, v]) => html`<dt>${k}</dt><dd class="small">${typeof v === "string" ? v : JSON.stringify(v)}</dd>`)}
+</dl>
+</section>
+<section class="card" aria-labelledby="h-metrics">
+<h2 id="h-metrics" class="small muted">Cumulative metrics</h2>
+<dl class="facts">${metricRows(chain.cumulative_metrics).map(([k, v]) => html`<dt>${k}</dt><dd>${v}</dd>`)}</dl>
+</section>
+</div>
+<h2>Timeline</h2>
+${events.length === 0 ? html`<p class="muted">No actions recorded yet.</p>` : html`<section class="card"><ol class="timeline">${events.map((e) => eventItem(e, chain.chain_id, byId, exceptions))}</ol></section>`}
+<h2>Approval decisions</h2>
+${
+  approvals.length === 0
+    ? html`<p class="muted">No action of this chain required approval.</p>`
+    : html`<div class="table-wrap"><table>
+<thead><tr><th scope="col">Event</th><th scope="col">Status</th><th scope="col">By</th><th scope="col">Decided</th><th scope="col">Notes</th><th scope="col">Exception granted</th></tr></thead>
+<tbody>${approvals.map((a) => {
+        const seq = events.find((e) => e.event_id === a.event_id)?.sequence;
+        return html`<tr><td>${seq ? html`<a href="#event-${seq}">#${seq}</a>` : "—"}</td><td>${badge(a.status, toneOf(a.status))}</td>
+<td>${a.decided_by ?? "—"}</td><td>${a.decided_at ? formatTime(a.decided_at) : html`<span class="muted">expires ${formatTime(a.expires_at)}</span>`}</td>
+<td>${a.notes ?? ""}</td><td>${a.exception_id ? `${durationText(a.duration)} until ${formatTime(a.exception_expires_at!)}` : "—"}</td></tr>`;
+      })}</tbody></table></div>`
+}
+<h2>Receipt</h2>
+<section class="card">${receiptBlock(opts.receipt, chain.status)}</section>`;
+}
