@@ -76,14 +76,16 @@ export const publicVerificationRoutes: FastifyPluginAsyncZod<PublicVerificationO
   });
 
   app.get(
-    "/public/v2/verify/:opaque_token",
+    // A wildcard, not a parameter: tokens of any length or shape (the router's 100-character
+    // parameter limit would answer 414) reach the handler and get the one sanitized error.
+    "/public/v2/verify/*",
     {
-      schema: { params: z.object({ opaque_token: z.string() }), response: { 200: PublicResultSchema } },
+      schema: { params: z.object({ "*": z.string() }), response: { 200: PublicResultSchema } },
       logSerializers: { req: redactedReq("/public/v2/verify/[REDACTED]") },
     },
     async (req): Promise<PublicVerificationResult> => {
       const nowMs = tg.clock.nowMs();
-      const grant = await resolveToken(tg.db, req.params.opaque_token, nowMs);
+      const grant = await resolveToken(tg.db, req.params["*"], nowMs);
       if (!grant) {
         tg.metrics.verifications.inc({ surface: "public", artifact_type: "unknown", status: "unavailable" });
         throw verificationUnavailable();
