@@ -15,6 +15,7 @@ import { hasZodFastifySchemaValidationErrors } from "fastify-type-provider-zod";
 import { ApiError } from "../errors.js";
 import { OidcClient } from "../oidc/client.js";
 import { devOidcProvider } from "../oidc/dev-provider.js";
+import { loopbackFetch } from "../oidc/loopback-fetch.js";
 import { authRoutes } from "../oidc/routes.js";
 import { type OidcConfig, resolveOidc } from "../oidc/settings.js";
 import { Csrf } from "./csrf.js";
@@ -47,7 +48,12 @@ export async function dashboardPlugin(app: FastifyInstance, opts: DashboardOptio
     devOidc: resolved?.dev ?? false,
     secureCookies: ctx.publicUrl.startsWith("https:"),
   };
-  const client = resolved ? new OidcClient(resolved) : null;
+  const client = resolved
+    ? new OidcClient(
+        resolved,
+        resolved.dev ? { fetch: loopbackFetch(ctx.publicUrl, () => app.server.address()) } : {},
+      )
+    : null;
 
   await app.register(async (web) => {
     await web.register(cookie);

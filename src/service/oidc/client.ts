@@ -38,7 +38,11 @@ export class SignInError extends Error {
 export class OidcClient {
   private config: Promise<oidc.Configuration> | null = null;
 
-  constructor(private readonly settings: ResolvedOidc) {}
+  /** `fetch` replaces the HTTP client towards the provider (the development loopback). */
+  constructor(
+    private readonly settings: ResolvedOidc,
+    private readonly opts: { fetch?: oidc.CustomFetch } = {},
+  ) {}
 
   /** The resolved settings (no secret is ever printed from here). */
   get issuer(): string {
@@ -55,7 +59,11 @@ export class OidcClient {
           s.clientId,
           s.clientSecret ?? undefined,
           s.clientSecret ? oidc.ClientSecretBasic(s.clientSecret) : oidc.None(),
-          insecure ? { execute: [oidc.allowInsecureRequests], timeout: 10 } : { timeout: 10 },
+          {
+            timeout: 10,
+            ...(insecure && { execute: [oidc.allowInsecureRequests] }),
+            ...(this.opts.fetch && { [oidc.customFetch]: this.opts.fetch }),
+          },
         )
         .catch((err) => {
           this.config = null;
