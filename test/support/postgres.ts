@@ -84,8 +84,17 @@ export async function startPostgres(): Promise<PostgresCluster> {
     port,
     binDir,
     async stop() {
-      child.kill("SIGINT");
-      await new Promise((r) => (child.exitCode !== null ? r(null) : child.once("exit", r)));
+      // runuser does not forward signals to postgres: ask pg_ctl (as the same user) to stop it.
+      if (child.exitCode === null) {
+        const exited = new Promise((r) => child.once("exit", r));
+        const [stopCmd, stopArgs] = run("pg_ctl", ["-D", dataDir, "stop", "-m", "fast", "-w", "-t", "20"]);
+        try {
+          execFileSync(stopCmd, [...stopArgs], { stdio: "pipe", timeout: 30_000 });
+        } catch {
+          child.kill("SIGKILL");
+        }
+        await Promise.race([exited, new Promise((r) => setTimeout(r, 10_000))]);
+      }
       rmSync(dir, { recursive: true, force: true });
     },
   };
