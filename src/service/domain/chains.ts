@@ -19,7 +19,7 @@ import type { Clock } from "../clock.js";
 import type { Database, Queryable } from "../db/pool.js";
 import { conflict, notFound } from "../errors.js";
 import { enqueueApprovalRequested, scheduleApprovalTimers } from "./approvals.js";
-import { type OrgConfigCache, orgById, orgState } from "./orgs.js";
+import { type OrgConfigCache, type Organization, orgById, orgState } from "./orgs.js";
 
 /** Chain status values (the spec names pending_approval; the rest are ours, see README). */
 export const ChainStatus = {
@@ -146,8 +146,108 @@ export type RecordResult = PolicyDecision & {
   chain_status: ChainStatus;
 };
 
+/** The evaluation of one action against a chain and its organization. */
+async function evaluateAction(
+  q: Queryable,
+  chain: ChainRow,
+  org: Organization,
+  action: Action,
+  configs: OrgConfigCache,
+  nowMs: number,
+) {
+  const compiled = await configs.get(q, org);
+  const config = mergePolicyConfig(compiled.config, PolicyConfigPatchSchema.parse(chain.policy_config as never));
+  const input = {
+    config,
+    org: orgState(org),
+    chain: {
+      started_at_ms: new Date(chain.started_at).getTime(),
+      event_count: chain.event_count,
+      total_tokens: chain.total_tokens,
+      financial_exposure_usd: chain.financial_exposure_usd,
+      agents_with_external_communication: chain.external_comm_agents,
+    },
+    action,
+    exceptions: [] as ActiveException[],
+    nowMs,
+  };
+  let ev = evaluate(input);
+  if (ev.decision.policy_decision === "require_approval" || ev.decision.shadow_decision === "require_approval") {
+    input.exceptions = await activeExceptions(q, org.id, action, nowMs);
+    if (input.exceptions.length) ev = evaluate(input);
+  }
+  return { ev, config };
+}
+
+const EVENT_COLUMNS = `id, chain_id, org_id, sequence, agent_name, parent_agent_name, action_type, action_name,
+  payload, category, facts, decision, triggers, exception_id, approval_id, recorded_at`;
+
+/** Values of one chain_events row, in EVENT_COLUMNS order (16 parameters). */
+function eventValues(
+  ids: { eventId: string; chainId: string; orgId: string; sequence: number; approvalId: string | null },
+  action: Action,
+  ev: ReturnType<typeof evaluate>,
+  nowMs: number,
+): unknown[] {
+  return [
+    ids.eventId,
+    ids.chainId,
+    ids.orgId,
+    ids.sequence,
+    action.agent_name,
+    action.parent_agent_name ?? null,
+    action.action_type,
+    action.action_name,
+    action.payload,
+    ev.category,
+    { ...ev.facts, metrics_delta: ev.metrics_delta, exception_scope: ev.exception_scope },
+    ev.decision,
+    JSON.stringify(ev.triggers),
+    ev.exception_id,
+    ids.approvalId,
+    new Date(nowMs),
+  ];
+}
+
+/** SET clause updating the chain's counters after one action; parameters start at $first. */
+function chainUpdate(first: number, ev: ReturnType<typeof evaluate>, agentName: string, sequence: number, status: ChainStatus) {
+  const allowed = ev.decision.policy_decision === "allow" || ev.decision.policy_decision === "allow_with_flag";
+  const d = ev.metrics_delta;
+  const p = (i: number) => `$${first + i}`;
+  return {
+    sql: `event_count = ${p(0)}, total_tokens = total_tokens + ${p(1)}, estimated_cost_usd = estimated_cost_usd + ${p(2)},
+      status = ${p(3)}${allowed ? `, ${metricsUpdateSql(first + 4)}` : ""}`,
+    values: [sequence, d.tokens, d.estimated_cost_usd, status, ...(allowed ? metricsUpdateValues(d, agentName) : [])],
+  };
+}
+
+function result(
+  ev: ReturnType<typeof evaluate>,
+  ids: { eventId: string; chainId: string; sequence: number; approvalId: string | null },
+  expiresAt: string | null,
+  status: ChainStatus,
+): RecordResult {
+  return {
+    ...ev.decision,
+    event_id: ids.eventId,
+    chain_id: ids.chainId,
+    sequence: ids.sequence,
+    category: ev.category,
+    approval_id: ids.approvalId,
+    approval_expires_at: expiresAt,
+    exception_id: ev.exception_id,
+    chain_status: status,
+  };
+}
+
 /**
  * Records one action into an open chain and returns the backend's decision.
+ *
+ * The hot path takes three round trips: authenticate (in the route hook), read the chain with
+ * its organization, and one statement that advances the chain's event counter only if nobody
+ * else did (optimistic concurrency) and inserts the event in the same statement. A lost race is
+ * retried; a require_approval outcome takes the locked transaction, which also writes the
+ * approval, its durable timers and the notifications.
  * @throws ApiError 404 unknown chain; 409 TG_ERR_CHAIN_COMPLETED (sealed chain),
  *   TG_ERR_APPROVAL_PENDING (an earlier action still awaits approval), TG_ERR_CHAIN_PAUSED
  *   (auto-paused chain).
@@ -159,101 +259,85 @@ export async function recordAction(
   const nowMs = opts.clock.nowMs();
   const { payload } = sanitizePayload(opts.action.payload ?? {}, { maxStringLength: MAX_PAYLOAD_STRING_LENGTH });
   const action: Action = { ...opts.action, payload };
+  for (let attempt = 0; attempt < 3; attempt++) {
+    const done = await recordOptimistic(db, opts, action, nowMs);
+    if (done) return done;
+  }
+  return recordLocked(db, opts, action, nowMs);
+}
+
+/** The optimistic path; null when the chain moved underneath or approval is required. */
+async function recordOptimistic(
+  db: Database,
+  opts: { orgId: string; chainId: string; configs: OrgConfigCache },
+  action: Action,
+  nowMs: number,
+): Promise<RecordResult | null> {
+  const { rows } = await db.query(
+    "SELECT c.*, to_jsonb(o.*) AS org FROM chains c JOIN organizations o ON o.id = c.org_id WHERE c.id = $1 AND c.org_id = $2",
+    [opts.chainId, opts.orgId],
+  );
+  const row = rows[0];
+  if (!row) throw notFound("Chain");
+  const chain = row as ChainRow;
+  assertAcceptsActions(chain);
+  const org = row.org as Organization;
+  const { ev } = await evaluateAction(db, chain, org, action, opts.configs, nowMs);
+  if (ev.decision.policy_decision === "require_approval") return null;
+  const sequence = chain.event_count + 1;
+  const status: ChainStatus = ev.decision.auto_paused ? "paused" : chain.status;
+  const ids = { eventId: randomUUID(), chainId: chain.id, orgId: org.id, sequence, approvalId: null };
+  const values = eventValues(ids, action, ev, nowMs);
+  const update = chainUpdate(values.length + 2, ev, action.agent_name, sequence, status);
+  const placeholders = values.map((_, i) => `$${i + 1}`).join(", ");
+  const written = await db.query(
+    `WITH advanced AS (
+       UPDATE chains SET ${update.sql}
+       WHERE id = $${values.length + 1} AND event_count = ${sequence - 1} AND status = 'open' RETURNING id)
+     INSERT INTO chain_events (${EVENT_COLUMNS}) SELECT ${placeholders} FROM advanced`,
+    [...values, chain.id, ...update.values],
+  );
+  return written.rowCount === 1 ? result(ev, ids, null, status) : null;
+}
+
+/** The locked path: one transaction holding the chain row; writes approvals when required. */
+async function recordLocked(
+  db: Database,
+  opts: { orgId: string; chainId: string; configs: OrgConfigCache },
+  action: Action,
+  nowMs: number,
+): Promise<RecordResult> {
   return db.tx(async (q) => {
     const chain = await getChain(q, opts.orgId, opts.chainId, true);
     assertAcceptsActions(chain);
     const org = await orgById(q, opts.orgId);
-    const compiled = await opts.configs.get(q, org);
-    const config = mergePolicyConfig(compiled.config, PolicyConfigPatchSchema.parse(chain.policy_config as never));
-    const input = {
-      config,
-      org: orgState(org),
-      chain: {
-        started_at_ms: new Date(chain.started_at).getTime(),
-        event_count: chain.event_count,
-        total_tokens: chain.total_tokens,
-        financial_exposure_usd: chain.financial_exposure_usd,
-        agents_with_external_communication: chain.external_comm_agents,
-      },
-      action,
-      exceptions: [] as ActiveException[],
-      nowMs,
-    };
-    let ev = evaluate(input);
-    if (ev.decision.policy_decision === "require_approval" || ev.decision.shadow_decision === "require_approval") {
-      input.exceptions = await activeExceptions(q, org.id, action, nowMs);
-      if (input.exceptions.length) ev = evaluate(input);
-    }
-    const decision = ev.decision;
-    const outcome = decision.policy_decision;
-    const allowed = outcome === "allow" || outcome === "allow_with_flag";
-    const eventId = randomUUID();
+    const { ev, config } = await evaluateAction(q, chain, org, action, opts.configs, nowMs);
+    const needsApproval = ev.decision.policy_decision === "require_approval";
     const sequence = chain.event_count + 1;
-    const approvalId = outcome === "require_approval" ? randomUUID() : null;
-    await q.query(
-      `INSERT INTO chain_events (id, chain_id, org_id, sequence, agent_name, parent_agent_name, action_type, action_name,
-         payload, category, facts, decision, triggers, exception_id, approval_id, recorded_at)
-       VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13,$14,$15,$16)`,
-      [
-        eventId,
-        chain.id,
-        org.id,
-        sequence,
-        action.agent_name,
-        action.parent_agent_name ?? null,
-        action.action_type,
-        action.action_name,
-        action.payload,
-        ev.category,
-        { ...ev.facts, metrics_delta: ev.metrics_delta, exception_scope: ev.exception_scope },
-        decision,
-        JSON.stringify(ev.triggers),
-        ev.exception_id,
-        approvalId,
-        new Date(nowMs),
-      ],
-    );
-    const status: ChainStatus = decision.auto_paused
-      ? "paused"
-      : outcome === "require_approval"
-        ? "pending_approval"
-        : chain.status;
-    const d = ev.metrics_delta;
-    await q.query(
-      `UPDATE chains SET event_count = $2, total_tokens = total_tokens + $3, estimated_cost_usd = estimated_cost_usd + $4,
-         status = $5 ${allowed ? `, ${metricsUpdateSql(6)}` : ""} WHERE id = $1`,
-      [
-        chain.id,
-        sequence,
-        d.tokens,
-        d.estimated_cost_usd,
-        status,
-        ...(allowed ? metricsUpdateValues(d, action.agent_name) : []),
-      ],
-    );
+    const ids = { eventId: randomUUID(), chainId: chain.id, orgId: org.id, sequence, approvalId: needsApproval ? randomUUID() : null };
+    const values = eventValues(ids, action, ev, nowMs);
+    await q.query(`INSERT INTO chain_events (${EVENT_COLUMNS}) VALUES (${values.map((_, i) => `$${i + 1}`).join(", ")})`, values);
+    const status: ChainStatus = ev.decision.auto_paused ? "paused" : needsApproval ? "pending_approval" : chain.status;
+    const update = chainUpdate(2, ev, action.agent_name, sequence, status);
+    await q.query(`UPDATE chains SET ${update.sql} WHERE id = $1`, [chain.id, ...update.values]);
     let expiresAt: string | null = null;
-    if (approvalId) {
+    if (ids.approvalId) {
       const timeoutMs = org.approval_timeout_hours * 3600_000;
       expiresAt = new Date(nowMs + timeoutMs).toISOString();
       await q.query(
         `INSERT INTO approvals (id, org_id, chain_id, event_id, status, requested_at, expires_at, escalate_at, requested_decision)
          VALUES ($1,$2,$3,$4,'pending',$5,$6,$7,$8)`,
-        [approvalId, org.id, chain.id, eventId, new Date(nowMs), new Date(nowMs + timeoutMs), new Date(nowMs + timeoutMs / 2), decision],
+        [ids.approvalId, org.id, chain.id, ids.eventId, new Date(nowMs), new Date(nowMs + timeoutMs), new Date(nowMs + timeoutMs / 2), ev.decision],
       );
-      await scheduleApprovalTimers(q, { approvalId, nowMs, timeoutMs });
-      await enqueueApprovalRequested(q, { orgId: org.id, approvalId, nowMs, extraRecipients: ev.category === "financial" ? config.financial_notify : [] });
+      await scheduleApprovalTimers(q, { approvalId: ids.approvalId, nowMs, timeoutMs });
+      await enqueueApprovalRequested(q, {
+        orgId: org.id,
+        approvalId: ids.approvalId,
+        nowMs,
+        extraRecipients: ev.category === "financial" ? config.financial_notify : [],
+      });
     }
-    return {
-      ...decision,
-      event_id: eventId,
-      chain_id: chain.id,
-      sequence,
-      category: ev.category,
-      approval_id: approvalId,
-      approval_expires_at: expiresAt,
-      exception_id: ev.exception_id,
-      chain_status: status,
-    };
+    return result(ev, ids, expiresAt, status);
   });
 }
 

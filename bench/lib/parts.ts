@@ -1,0 +1,122 @@
+/**
+ * Real parts for benchmarks: a throwaway PostgreSQL cluster, pgbench baselines, and the
+ * governance service as a separate process (so the load generator does not share its event loop).
+ */
+import { type ChildProcess, execFileSync, spawn } from "node:child_process";
+import { randomBytes } from "node:crypto";
+import { writeFileSync } from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import pg from "pg";
+import { freePort, type PostgresCluster, startPostgres } from "../../test/support/postgres.js";
+
+export const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
+
+/** Starts PostgreSQL and creates `databases` in it. */
+export async function startDatabase(databases: string[]): Promise<PostgresCluster & { urlOf(db: string): string }> {
+  const cluster = await startPostgres();
+  const c = new pg.Client({ connectionString: cluster.url });
+  await c.connect();
+  for (const db of databases) await c.query(`CREATE DATABASE ${db}`);
+  await c.end();
+  return { ...cluster, urlOf: (db: string) => cluster.url.replace(/\/[^/]*$/, `/${db}`) };
+}
+
+/**
+ * pgbench insert-only run: single-row INSERTs into a small table, `clients` connections,
+ * `seconds` long. Returns transactions per second (excluding connection time) and the
+ * latency average in ms.
+ */
+export function pgbenchInsert(cluster: PostgresCluster, db: string, clients: number, seconds: number): { tps: number; latencyMs: number } {
+  const url = cluster.url.replace(/\/[^/]*$/, `/${db}`);
+  const c = execFileSync(path.join(cluster.binDir, "psql"), [url, "-qc", "CREATE TABLE IF NOT EXISTS bench_rows (id bigserial PRIMARY KEY, v double precision, at timestamptz DEFAULT now())"]);
+  void c;
+  const script = path.join(os.tmpdir(), `tg-pgbench-${process.pid}.sql`);
+  writeFileSync(script, "INSERT INTO bench_rows (v) VALUES (random());\n");
+  const out = execFileSync(
+    path.join(cluster.binDir, "pgbench"),
+    ["-n", "-c", String(clients), "-j", String(Math.min(clients, 2)), "-T", String(seconds), "-f", script, "-h", "127.0.0.1", "-p", String(cluster.port), "-U", "postgres", db],
+    { encoding: "utf8" },
+  );
+  const tps = Number(/tps = ([\d.]+) \(without initial connection time\)/.exec(out)?.[1]);
+  const latencyMs = Number(/latency average = ([\d.]+) ms/.exec(out)?.[1]);
+  if (!Number.isFinite(tps)) throw new Error(`could not parse pgbench output:\n${out}`);
+  return { tps, latencyMs };
+}
+
+/** The governance service running as its own process against PostgreSQL. */
+export interface ServiceProcess {
+  url: string;
+  adminToken: string;
+  proc: ChildProcess;
+  stop(): Promise<void>;
+}
+
+/** Starts the service (`node --import tsx src/service/main.ts`, plus `nodeArgs` such as --cpu-prof) on a free port; resolves when /readyz answers. */
+export async function startServiceProcess(
+  databaseUrl: string,
+  env: Record<string, string> = {},
+  nodeArgs: string[] = [],
+): Promise<ServiceProcess> {
+  const port = await freePort();
+  const adminToken = `tga_${randomBytes(32).toString("base64url")}`;
+  const proc = spawn(process.execPath, [...nodeArgs, "--import", "tsx", "src/service/main.ts"], {
+    cwd: repoRoot,
+    env: {
+      ...process.env,
+      PORT: String(port),
+      DATABASE_URL: databaseUrl,
+      TOLLGATE_ADMIN_TOKEN: adminToken,
+      TOLLGATE_MASTER_KEY: randomBytes(32).toString("hex"),
+      TOLLGATE_DATA_DIR: path.join(os.tmpdir(), `tg-bench-${port}`),
+      LOG_LEVEL: "warn",
+      DATABASE_POOL_MAX: "20",
+      ...env,
+    },
+    stdio: ["ignore", "ignore", "pipe"],
+  });
+  let stderr = "";
+  proc.stderr!.on("data", (d) => (stderr = (stderr + d).slice(-4000)));
+  const url = `http://127.0.0.1:${port}`;
+  const deadline = Date.now() + 60_000;
+  for (;;) {
+    if (proc.exitCode !== null) throw new Error(`service exited:\n${stderr}`);
+    try {
+      if ((await fetch(`${url}/readyz`)).ok) break;
+    } catch {}
+    if (Date.now() > deadline) throw new Error(`service not ready:\n${stderr}`);
+    await new Promise((r) => setTimeout(r, 200));
+  }
+  return {
+    url,
+    adminToken,
+    proc,
+    async stop() {
+      const exited = new Promise((r) => proc.once("exit", r));
+      proc.kill("SIGTERM");
+      await exited;
+    },
+  };
+}
+
+/** JSON request helper for benchmarks; throws on non-2xx. */
+export async function api(url: string, token: string, method: string, body?: unknown): Promise<any> {
+  const r = await fetch(url, {
+    method,
+    headers: { authorization: `Bearer ${token}`, ...(body !== undefined && { "content-type": "application/json" }) },
+    ...(body !== undefined && { body: JSON.stringify(body) }),
+  });
+  const text = await r.text();
+  if (!r.ok) throw new Error(`${method} ${url} → ${r.status}: ${text}`);
+  return text ? JSON.parse(text) : null;
+}
+
+/** Creates an organization with runaway limits off and returns a client API key. */
+export async function benchOrg(svc: ServiceProcess, slug: string): Promise<string> {
+  await api(`${svc.url}/v1/admin/organizations/${slug}`, svc.adminToken, "PUT", {
+    runaway_limits: { max_events: 0, max_duration_seconds: 0, max_tokens: 0 },
+  });
+  const key = await api(`${svc.url}/v1/admin/organizations/${slug}/api-keys`, svc.adminToken, "POST", { name: "bench", role: "client" });
+  return key.api_key;
+}
