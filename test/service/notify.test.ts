@@ -6,9 +6,9 @@
  * when tampered, expired, reused or used by someone else, and never decide by themselves.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createOutboxWorker, type OutboxWorker, type SmtpConfig } from "../../src/service/notify/index.js";
+import { createOutboxWorker, type SmtpConfig } from "../../src/service/notify/index.js";
 import { ApprovalLinkQuerySchema, checkApprovalLink, linkFromQuery } from "../../src/service/notify/links.js";
-import { retryDelayMs } from "../../src/service/notify/outbox.js";
+import { DEFAULT_LEASE_MS, OutboxWorker, retryDelayMs } from "../../src/service/notify/outbox.js";
 import { csrfOf, get, pendingApproval, postForm, sessionFor } from "../browser/support/dashboard.js";
 import { type SmtpSink, startSmtpSink } from "../browser/support/smtp-sink.js";
 import { startTestService, type TestService } from "../support/service.js";
@@ -188,6 +188,48 @@ describe("approval mails through the outbox", () => {
     expect(new Set(keys).size).toBe(18);
     for (const id of approvals)
       expect((await outboxRows(id)).every((r) => r.attempts === 1 && r.sent_at)).toBe(true);
+  });
+
+  it("a mail held by a worker that stopped answering is sent once by another after the lease", async () => {
+    sink.mails.length = 0;
+    const { approvalId } = await pendingApproval(t.service.app, org.clientKey, { chain: "stuck-worker" });
+    let release: (err: Error) => void = () => {};
+    const stuck = new OutboxWorker(
+      {
+        db: t.service.ctx.db,
+        clock: t.clock,
+        from: "Tollgate <tollgate@test.invalid>",
+        publicUrl: t.service.ctx.publicUrl,
+        linkKey: t.service.ctx.linkKey,
+        transport: {
+          send: () =>
+            new Promise((_resolve, reject) => {
+              release = reject;
+            }),
+          close: () => {},
+        },
+      },
+      { intervalMs: 60_000, limit: 1 },
+    );
+    const hung = stuck.runOnce();
+    await expect
+      .poll(async () => (await outboxRows(approvalId)).filter((r) => r.attempts === 1).length)
+      .toBe(1);
+    const healthy = newWorker();
+    // Within the lease the held row is not touched; the two others go out.
+    expect(await healthy.runOnce()).toMatchObject({ claimed: 2, sent: 2 });
+    t.clock.advance(DEFAULT_LEASE_MS);
+    expect(await healthy.runOnce()).toMatchObject({ claimed: 1, sent: 1 });
+    // The stuck worker's late failure cannot undo the delivery (attempts fences its update).
+    release(new Error("connection reset"));
+    expect(await hung).toMatchObject({ failed: 1 });
+    const rows = await outboxRows(approvalId);
+    expect(rows.every((r) => r.sent_at && r.last_error === null)).toBe(true);
+    expect(sink.mails.map((m) => m.to).sort()).toEqual([
+      "alice@acme.test",
+      "bob@acme.test",
+      "dave@acme.test",
+    ]);
   });
 
   it("drops a mail whose approval was decided before delivery", async () => {
