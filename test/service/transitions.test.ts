@@ -252,3 +252,27 @@ describe("organization controls and runaway limits", () => {
     expect(d).toMatchObject({ policy_decision: "allow_with_flag", shadow_decision: "require_approval", evaluation_mode: "shadow", approval_id: null });
   });
 });
+
+describe("late decisions", () => {
+  it("a decision after the deadline commits the timeout and answers 409", async () => {
+    const t = await startTestService();
+    try {
+      const org = await t.bootstrapOrg("late");
+      const c = (await t.call("POST", "/v1/chains", { token: org.clientKey, body: { name: "late" } })).json().chain_id;
+      const r = (
+        await t.call("POST", `/v1/chains/${c}/actions`, {
+          token: org.clientKey,
+          body: { agent_name: "p", action_type: "tool_call", action_name: "pay", payload: { amount_usd: 6000 } },
+        })
+      ).json();
+      t.clock.advance(25 * HOUR);
+      const late = await t.call("POST", `/v1/approvals/${r.approval_id}/decision`, { token: org.adminKey, body: { decision: "approve" } });
+      expect(late.statusCode).toBe(409);
+      expect(late.json().details.status).toBe("timed_out");
+      const { rows } = await t.service.ctx.db.query("SELECT status FROM approvals WHERE id = $1", [r.approval_id]);
+      expect(rows[0]!.status).toBe("timed_out");
+    } finally {
+      await t.close();
+    }
+  });
+});

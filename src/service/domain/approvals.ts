@@ -178,18 +178,14 @@ export async function decideApproval(
 ) {
   const nowMs = opts.clock.nowMs();
   const approvalKey = opts.keys ? await opts.keys.active("approval") : null;
-  await db.tx(async (q) => {
+  // A late decision on an expired approval commits the timeout first and then answers 409.
+  const refused = await db.tx(async (q): Promise<ApprovalStatus | null> => {
     const a = await lockApproval(q, opts.approvalId, opts.orgId);
     if (a.status === "pending" && new Date(a.expires_at).getTime() <= nowMs) {
       await timeOut(q, a, nowMs, approvalKey);
-      a.status = "timed_out";
+      return "timed_out";
     }
-    if (a.status !== "pending") {
-      throw conflict("TG_ERR_APPROVAL_RESOLVED", `The approval is already ${a.status}`, {
-        approval_id: a.id,
-        status: a.status,
-      });
-    }
+    if (a.status !== "pending") return a.status;
     const notes = opts.body.notes?.trim() || null;
     if (opts.body.decision === "deny") {
       await resolve(q, a, {
@@ -205,7 +201,7 @@ export async function decideApproval(
         nowMs,
       });
       if (approvalKey) await signApprovalResolution(q, a.id, approvalKey);
-      return;
+      return null;
     }
     const ev = await q.query("SELECT agent_name, action_type, facts FROM chain_events WHERE id = $1", [a.event_id]);
     const event = ev.rows[0]!;
@@ -255,7 +251,14 @@ export async function decideApproval(
       ]);
     }
     if (approvalKey) await signApprovalResolution(q, a.id, approvalKey);
+    return null;
   });
+  if (refused) {
+    throw conflict("TG_ERR_APPROVAL_RESOLVED", `The approval is already ${refused}`, {
+      approval_id: opts.approvalId,
+      status: refused,
+    });
+  }
   return getApproval(db, opts.orgId, opts.approvalId);
 }
 

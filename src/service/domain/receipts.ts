@@ -54,6 +54,7 @@ export async function completeChain(
   },
 ) {
   const signingKey = await opts.keys.active("receipt");
+  const approvalKey = await opts.keys.active("approval");
   return db.tx(async (q) => {
     const chain = await getChain(q, opts.orgId, opts.chainId, true);
     if (chain.status === "completed" || chain.status === "failed") {
@@ -63,7 +64,7 @@ export async function completeChain(
       });
     }
     const nowMs = Math.max(opts.clock.nowMs(), new Date(chain.started_at).getTime());
-    await cancelPendingApprovals(q, chain.id, nowMs);
+    await cancelPendingApprovals(q, chain.id, nowMs, approvalKey);
     const failure = opts.body.failure ?? null;
     const status = failure ? "failed" : "completed";
     // The per-organization lock: every append of this organization waits here.

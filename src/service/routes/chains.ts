@@ -70,6 +70,7 @@ export const chainRoutes: FastifyPluginAsyncZod = async (app) => {
         chainId: req.params.chain_id,
         approvalId: req.query.approval_id,
         clock: tg.clock,
+        keys: tg.keys,
       });
     },
   );
