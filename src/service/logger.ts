@@ -10,6 +10,12 @@ export const redactPaths = [
   "req.headers.cookie",
   'req.headers["x-api-key"]',
   "res.headers['set-cookie']",
+  "api_key",
+  "apiKey",
+  "token",
+  "password",
+  "secret",
+  "authorization",
   "*.api_key",
   "*.apiKey",
   "*.token",
@@ -27,12 +33,34 @@ export const redactPaths = [
   "config.databaseUrl",
 ];
 
+/**
+ * A request URL as it may be logged: no query string (approval-link signatures, OIDC codes) and
+ * no bearer secrets in path segments (public verification tokens and other prefixed secrets).
+ */
+export function safeUrl(url: string): string {
+  const path = url.split("?")[0] ?? "";
+  return path
+    .replace(/^\/public\/v2\/verify\/[^/]*/, "/public/v2/verify/[REDACTED]")
+    .replace(/\/(tgp|tgs|tga|tg)_[A-Za-z0-9_-]+/g, "/$1_[REDACTED]");
+}
+
+/** pino serializers for Fastify's request and reply log lines. */
+export const serializers = {
+  req: (req: { method?: string; url?: string; ip?: string; socket?: { remoteAddress?: string } }) => ({
+    method: req.method,
+    url: safeUrl(req.url ?? ""),
+    remoteAddress: req.ip ?? req.socket?.remoteAddress,
+  }),
+  res: (res: { statusCode?: number }) => ({ statusCode: res.statusCode }),
+};
+
 /** Builds the service logger. `level` defaults to LOG_LEVEL or info. */
 export function createLogger(opts: { level?: string; name?: string; destination?: pino.DestinationStream } = {}): Logger {
   const options: LoggerOptions = {
     name: opts.name ?? "tollgate",
     level: opts.level ?? process.env.LOG_LEVEL ?? "info",
     redact: { paths: redactPaths, censor: "[REDACTED]" },
+    serializers: { ...pino.stdSerializers, ...serializers },
   };
   if (!opts.destination && process.stdout.isTTY && process.env.NODE_ENV !== "test") {
     options.transport = { target: "pino-pretty", options: { colorize: true } };
