@@ -3,7 +3,8 @@
  * several instances can run in one test process. Label values are bounded (kind, result,
  * outcome), never object names or secrets.
  */
-import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from "prom-client";
+import { Counter, Gauge, Histogram, Registry } from "prom-client";
+import { collectConformingDefaultMetrics } from "../src/metrics/default-metrics.js";
 
 /** Results of one reconcile, the `result` label of tollgate_operator_reconciles_total. */
 export const ReconcileResult = { success: "success", error: "error", requeue: "requeue" } as const;
@@ -22,7 +23,7 @@ export type AdmissionOutcome = (typeof AdmissionOutcome)[keyof typeof AdmissionO
 export function createOperatorMetrics(opts: { defaultMetrics?: boolean } = {}) {
   const registry = new Registry();
   if (opts.defaultMetrics ?? true)
-    collectDefaultMetrics({ register: registry, prefix: "tollgate_operator_" });
+    collectConformingDefaultMetrics(registry, "tollgate_operator_");
   return {
     registry,
     reconciles: new Counter({

@@ -2,13 +2,14 @@
  * Prometheus metrics of the service (prom-client, Prometheus naming conventions). One registry
  * per service instance so that several instances can live in one test process.
  */
-import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from "prom-client";
+import { Counter, Gauge, Histogram, Registry } from "prom-client";
+import { collectConformingDefaultMetrics } from "../metrics/default-metrics.js";
 import type { Database } from "./db/pool.js";
 
 /** The service's metrics. Label values are bounded enums, never identifiers or secrets. */
 export function createMetrics(db: Database, opts: { defaultMetrics?: boolean } = {}) {
   const registry = new Registry();
-  if (opts.defaultMetrics ?? true) collectDefaultMetrics({ register: registry });
+  if (opts.defaultMetrics ?? true) collectConformingDefaultMetrics(registry);
   const m = {
     registry,
     decisions: new Counter({
