@@ -8,7 +8,6 @@
 
 import type { Logger } from "pino";
 import { CertMode, type OperatorConfig } from "./config.js";
-import { needsReconcile } from "./controller/conditions.js";
 import { Controller } from "./controller/controller.js";
 import {
   approverTeamHandler,
@@ -20,7 +19,7 @@ import {
 } from "./controller/kinds.js";
 import { NAMESPACE_KIND, NamespaceReconciler, namespaceOfInterest } from "./controller/namespace.js";
 import { keyOf, WorkQueue } from "./controller/queue.js";
-import { ResourceReconciler } from "./controller/resource.js";
+import { AppliedGenerations, ResourceReconciler } from "./controller/resource.js";
 import {
   type ApproverTeamSpec,
   type GovernancePolicySpec,
@@ -317,8 +316,10 @@ async function startControllers(d: ControllerDeps): Promise<Controllers> {
       { group: GROUP, version: VERSION, plural: def.plural },
       def.scope === "Namespaced",
     );
+    const applied = new AppliedGenerations();
     const onChange = (obj: TollgateResource<Spec>) => {
-      if (needsReconcile(obj)) queue.add(objectKey(def.kind, obj));
+      const key = objectKey(def.kind, obj);
+      if (applied.wants(key, obj as TollgateResource)) queue.add(key);
     };
     const informer = startInformer<TollgateResource<Spec>>({
       kc,
@@ -330,7 +331,7 @@ async function startControllers(d: ControllerDeps): Promise<Controllers> {
       onUpdate: onChange,
     });
     informers.push(informer as RunningInformer<never>);
-    return { objects, informer };
+    return { objects, informer, applied };
   };
 
   const orgs = resource<OrganizationResource["spec"]>(KINDS.Organization);

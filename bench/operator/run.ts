@@ -10,13 +10,14 @@
  *    (keep-alive) p50/p99, against a no-op HTTPS server in the same process; and Pod creation
  *    through the API server with and without injection.
  *
- * Usage: npx tsx bench/operator/run.ts [--quick] [--count N]
+ * Usage: npx tsx bench/operator/run.ts [--quick] [--count N] [--db postgres|pglite] [--workers N]
+ * The service runs in this process on a throwaway real PostgreSQL cluster (default) or PGlite.
  * --quick: 10 resources and 200 reviews (the kube suite runs it for correctness). The last line
  * is `RESULT <json>`. Exits 1 when a resource does not converge; timings are reported, not gated.
  * Targets (issue 6): reconcile p99 ≤ 1000 ms, webhook p99 ≤ 20 ms.
  */
 import { randomBytes } from "node:crypto";
-import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import https from "node:https";
 import os from "node:os";
 import path from "node:path";
@@ -29,9 +30,10 @@ import { createWebhookPki } from "../../operator/webhook/certs.js";
 import { sidecarInjectorConfiguration } from "../../operator/webhook/configuration.js";
 import { buildService } from "../../src/service/app.js";
 import { migrate } from "../../src/service/db/migrate.js";
-import { openPglite } from "../../src/service/db/pool.js";
+import { type Database, openPglite, openPostgres } from "../../src/service/db/pool.js";
 import { startControlPlane } from "../../test/support/controlplane.js";
 import { kubectl } from "../../test/support/kubectl.js";
+import { startPostgres } from "../../test/support/postgres.js";
 
 const args = process.argv.slice(2);
 const quick = args.includes("--quick");
@@ -39,6 +41,11 @@ const countArg = args.indexOf("--count");
 const COUNT = countArg >= 0 ? Number(args[countArg + 1]) : quick ? 10 : 100;
 const REVIEWS = quick ? 200 : 2000;
 const PODS = quick ? 10 : 100;
+const dbArg = args.indexOf("--db");
+const DB = dbArg >= 0 ? args[dbArg + 1] : "postgres";
+if (DB !== "postgres" && DB !== "pglite") throw new Error("--db must be postgres or pglite");
+const workersArg = args.indexOf("--workers");
+const WORKERS = workersArg >= 0 ? Number(args[workersArg + 1]) : 4;
 const NS = "bench";
 
 /** Nearest-rank percentile of `values` (ms). */
@@ -63,10 +70,27 @@ async function main(): Promise<number> {
     await k(["wait", "--for", "condition=established", "crd", "--all", "--timeout=60s"]);
     await k(["create", "namespace", "tollgate-system"]);
 
-    // The governance service on embedded PGlite, over real HTTP.
+    // The governance service over real HTTP, on real PostgreSQL (as deployed) or embedded PGlite.
     const tmp = await mkdtemp(path.join(os.tmpdir(), "tollgate-bench-"));
     cleanups.push(() => rm(tmp, { recursive: true, force: true }));
-    const db = await openPglite({ dataDir: null, socketDir: path.join(tmp, "pg") });
+    let db: Database;
+    if (DB === "postgres") {
+      const pgCluster = await startPostgres();
+      cleanups.push(() => pgCluster.stop());
+      db = await openPostgres(pgCluster.url, 10);
+      // startPostgres().stop() signals `runuser`, which does not pass SIGINT on to PostgreSQL;
+      // signal the postmaster itself (its pid is the first line of postmaster.pid) first.
+      const { rows } = await db.query<{ setting: string }>(
+        "SELECT setting FROM pg_settings WHERE name = 'data_directory'",
+      );
+      const pidFile = path.join(rows[0]!.setting, "postmaster.pid");
+      cleanups.push(async () => {
+        const pid = Number((await readFile(pidFile, "utf8")).split("\n")[0]);
+        if (pid > 0) process.kill(pid, "SIGINT");
+      });
+    } else {
+      db = await openPglite({ dataDir: null, socketDir: path.join(tmp, "pg") });
+    }
     cleanups.push(() => db.close());
     await migrate(db);
     const adminToken = `tga_${randomBytes(32).toString("base64url")}`;
@@ -112,7 +136,7 @@ async function main(): Promise<number> {
         },
         health: { host: "127.0.0.1", port: 0 },
         resyncMs: 300_000,
-        workers: 4,
+        workers: WORKERS,
         logLevel: "warn",
       },
       defaultMetrics: false,
@@ -120,7 +144,9 @@ async function main(): Promise<number> {
     });
     cleanups.push(() => operator.stop());
     await operator.whenReconciling();
-    console.log(`setup: control plane, service and operator ready in ${Date.now() - t0} ms`);
+    console.log(
+      `setup: control plane, service (${DB}) and operator (${WORKERS} workers) ready in ${Date.now() - t0} ms`,
+    );
 
     const { kc, custom } = loadKubeClients(cp.kubeconfigPath);
     const orgs = new GroupObjects(
@@ -152,23 +178,37 @@ async function main(): Promise<number> {
     // Watch policies; resolve waiters when a policy reports Synced=True at its generation.
     const syncedAt = new Map<string, number>();
     const waiters = new Map<string, () => void>();
-    const watch = await new Watch(kc).watch(
-      "/apis/tollgate.dev/v1alpha1/governancepolicies",
-      {},
-      (_type, obj) => {
-        const name = obj?.metadata?.name as string;
-        const synced = (obj?.status?.conditions ?? []).find(
-          (c: { type: string; status: string; observedGeneration?: number }) =>
-            c.type === "Synced" && c.status === "True" && c.observedGeneration === obj.metadata.generation,
-        );
-        if (synced && !syncedAt.has(name)) {
-          syncedAt.set(name, performance.now());
-          waiters.get(name)?.();
-        }
-      },
-      () => {},
-    );
-    cleanups.push(async () => watch.abort());
+    // A watch that reconnects when the server ends it (a restart may only delay, never lose, a sample).
+    let watch: AbortController | undefined;
+    let watchRestarts = 0;
+    let stopping = false;
+    const startWatch = async (): Promise<void> => {
+      watch = await new Watch(kc).watch(
+        "/apis/tollgate.dev/v1alpha1/governancepolicies",
+        {},
+        (_type, obj) => {
+          const name = obj?.metadata?.name as string;
+          const synced = (obj?.status?.conditions ?? []).find(
+            (c: { type: string; status: string; observedGeneration?: number }) =>
+              c.type === "Synced" && c.status === "True" && c.observedGeneration === obj.metadata.generation,
+          );
+          if (synced && !syncedAt.has(name)) {
+            syncedAt.set(name, performance.now());
+            waiters.get(name)?.();
+          }
+        },
+        () => {
+          if (stopping) return;
+          watchRestarts++;
+          void startWatch();
+        },
+      );
+    };
+    await startWatch();
+    cleanups.push(async () => {
+      stopping = true;
+      watch?.abort();
+    });
     const policy = (name: string, i: number) => ({
       apiVersion: "tollgate.dev/v1alpha1",
       kind: "GovernancePolicy",
@@ -183,10 +223,15 @@ async function main(): Promise<number> {
     const synced = (name: string, timeoutMs = 30_000) =>
       new Promise<void>((resolve, reject) => {
         if (syncedAt.has(name)) return resolve();
-        const timer = setTimeout(
-          () => reject(new Error(`${name} not Synced within ${timeoutMs} ms`)),
-          timeoutMs,
-        );
+        const timer = setTimeout(() => {
+          policies
+            .get(name, NS)
+            .then((o) => JSON.stringify((o as { status?: unknown }).status ?? null))
+            .catch((e: Error) => e.message)
+            .then((status) =>
+              reject(new Error(`${name} not Synced within ${timeoutMs} ms; status: ${status}`)),
+            );
+        }, timeoutMs);
         waiters.set(name, () => {
           clearTimeout(timer);
           resolve();
@@ -306,6 +351,7 @@ async function main(): Promise<number> {
     line("Pod create via API server, injected", result.podCreateInjected);
     line("  baseline: Pod create, no webhook", result.podCreatePlain);
     console.log(`  ratio p99 ${(result.podCreateInjected.p99 / result.podCreatePlain.p99).toFixed(2)}x`);
+    if (watchRestarts) console.log(`(the status watch reconnected ${watchRestarts} times)`);
     console.log(`RESULT ${JSON.stringify(result)}`);
     return 0;
   } finally {

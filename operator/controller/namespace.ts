@@ -110,7 +110,7 @@ export class NamespaceReconciler implements Reconciler {
       .list()
       .find((o) => !o.metadata.deletionTimestamp && o.status?.organization === slug && isSynced(o.status));
     if (!org) {
-      await this.warnOnce(
+      this.warnOnce(
         ns,
         "OrganizationNotReady",
         `No synced Organization with slug ${slug}; no API key yet`,
@@ -118,7 +118,7 @@ export class NamespaceReconciler implements Reconciler {
       return { requeueAfterMs: this.o.waitForOrganizationMs ?? 30_000 };
     }
     if (secret && !managed) {
-      await this.warnOnce(
+      this.warnOnce(
         ns,
         "SecretConflict",
         `Secret ${API_KEY_SECRET} exists and is not managed by the operator`,
@@ -157,7 +157,7 @@ export class NamespaceReconciler implements Reconciler {
     const previousOrg = annotations[SecretMeta.organization];
     if (previousOrg && previousOrg !== slug) await this.revokeAll(name, [previousOrg]);
     const rotated = secret !== undefined;
-    await this.o.events.record(
+    void this.o.events.record(
       { apiVersion: "v1", kind: "Namespace", name, uid: ns.metadata.uid },
       "Normal",
       rotated ? "ApiKeyRotated" : "ApiKeyMinted",
@@ -247,12 +247,12 @@ export class NamespaceReconciler implements Reconciler {
     }
   }
 
-  private async warnOnce(ns: V1Namespace, reason: string, message: string): Promise<void> {
+  private warnOnce(ns: V1Namespace, reason: string, message: string): void {
     const name = ns.metadata!.name!;
     if (this.warned.get(name) === message) return;
     this.warned.set(name, message);
     this.o.log.warn({ namespace: name, reason }, message);
-    await this.o.events.record(
+    void this.o.events.record(
       { apiVersion: "v1", kind: "Namespace", name, uid: ns.metadata?.uid },
       "Warning",
       reason,

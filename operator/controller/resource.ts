@@ -21,6 +21,7 @@ import { ServiceError } from "../service/client.js";
 import {
   eventFor,
   isTransient,
+  needsReconcile,
   nextStatus,
   Reason,
   type ReconcileOutcome,
@@ -65,6 +66,30 @@ export function classifyFailure(err: unknown): { reason: Reason; message: string
   throw err;
 }
 
+/**
+ * Generations this replica applied successfully, by queue key. Informer events about an object
+ * whose current generation was already applied need no reconcile (e.g. the update caused by
+ * adding the finalizer, seen before the status write); periodic resync still revisits it.
+ */
+export class AppliedGenerations {
+  private readonly applied = new Map<string, number>();
+
+  set(key: string, generation: number): void {
+    this.applied.set(key, generation);
+  }
+
+  delete(key: string): void {
+    this.applied.delete(key);
+  }
+
+  /** Informer event filter: whether `obj` (queue key `key`) should be enqueued. */
+  wants(key: string, obj: TollgateResource): boolean {
+    if (!needsReconcile(obj)) return false;
+    if (obj.metadata.deletionTimestamp || !obj.metadata.finalizers?.includes(FINALIZER)) return true;
+    return this.applied.get(key) !== (obj.metadata.generation ?? 0);
+  }
+}
+
 /** Options of {@link ResourceReconciler}. */
 export interface ResourceReconcilerOptions<Spec> {
   def: KindDefinition;
@@ -73,15 +98,19 @@ export interface ResourceReconcilerOptions<Spec> {
   handler: KindHandler<Spec>;
   events: EventRecorder;
   log: Logger;
+  /** Shared with the informer's event filter. */
+  applied?: AppliedGenerations;
   now?: () => Date;
 }
 
 /** Reconciler of one Tollgate kind. */
 export class ResourceReconciler<Spec> implements Reconciler {
   readonly kind: string;
+  private readonly applied: AppliedGenerations;
 
   constructor(private readonly o: ResourceReconcilerOptions<Spec>) {
     this.kind = o.def.kind;
+    this.applied = o.applied ?? new AppliedGenerations();
   }
 
   keys(): string[] {
@@ -93,8 +122,13 @@ export class ResourceReconciler<Spec> implements Reconciler {
   }
 
   async reconcile(key: ObjectKey): Promise<ReconcileReply> {
+    const queueKey = keyOf(key);
     let obj = this.o.informer.get(key.name, key.namespace || undefined);
-    if (!obj) return {};
+    if (!obj) {
+      this.applied.delete(queueKey);
+      return {};
+    }
+    this.applied.delete(queueKey);
     const finalizers = obj.metadata.finalizers ?? [];
 
     if (obj.metadata.deletionTimestamp) {
@@ -134,6 +168,7 @@ export class ResourceReconciler<Spec> implements Reconciler {
     }
     await this.writeStatus(obj, outcome);
     if (outcome.kind === "synced") {
+      this.applied.set(queueKey, obj.metadata.generation ?? 0);
       this.o.handler.after?.(obj);
       return {};
     }
@@ -173,6 +208,7 @@ export class ResourceReconciler<Spec> implements Reconciler {
       }
     }
     const event = eventFor(obj.status, next);
+    // Events are best effort and recorded off the reconcile's critical path.
     if (event) {
       if (event.type === "Warning") {
         this.o.log.warn(
@@ -186,7 +222,7 @@ export class ResourceReconciler<Spec> implements Reconciler {
           "not synced",
         );
       }
-      await this.o.events.record(
+      void this.o.events.record(
         {
           apiVersion: obj.apiVersion,
           kind: obj.kind,

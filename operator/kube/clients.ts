@@ -5,7 +5,15 @@
  * timestamps nor drops unknown fields. Patches are JSON Patch (the client's default content
  * type for these calls); a `test` of metadata.resourceVersion makes writes optimistic.
  */
-import { ApiException, CoreV1Api, CustomObjectsApi, KubeConfig } from "./k8s.js";
+import { createHash } from "node:crypto";
+import {
+  ApiException,
+  CoreV1Api,
+  CustomObjectsApi,
+  createConfiguration,
+  KubeConfig,
+  ServerConfiguration,
+} from "./k8s.js";
 
 /** The API clients of one operator instance. */
 export interface KubeClients {
@@ -16,13 +24,66 @@ export interface KubeClients {
 
 /**
  * Loads the kubeconfig: `kubeconfigPath` when given, else the default chain (KUBECONFIG,
- * ~/.kube/config, in-cluster service account).
+ * ~/.kube/config, in-cluster service account). API calls time out after `requestTimeoutMs`.
  */
-export function loadKubeClients(kubeconfigPath?: string): KubeClients {
+export function loadKubeClients(kubeconfigPath?: string, requestTimeoutMs = 30_000): KubeClients {
   const kc = new KubeConfig();
   if (kubeconfigPath) kc.loadFromFile(kubeconfigPath);
   else kc.loadFromDefault();
-  return { kc, core: kc.makeApiClient(CoreV1Api), custom: kc.makeApiClient(CustomObjectsApi) };
+  reuseDispatchers(kc);
+  const cluster = kc.getCurrentCluster();
+  if (!cluster) throw new Error("the kubeconfig has no current cluster");
+  // Like kc.makeApiClient, plus a deadline on every request (the client sets none by default,
+  // so a request the server never answers would hold a worker forever). Watches are separate.
+  const config = createConfiguration({
+    baseServer: new ServerConfiguration(cluster.server, {}),
+    authMethods: { default: kc },
+    promiseMiddleware: [
+      {
+        pre: async (ctx) => {
+          ctx.setHeaderParam("User-Agent", "tollgate-operator");
+          if (!ctx.getSignal()) ctx.setSignal(AbortSignal.timeout(requestTimeoutMs));
+          return ctx;
+        },
+        post: async (res) => res,
+      },
+    ],
+  });
+  return { kc, core: new CoreV1Api(config), custom: new CustomObjectsApi(config) };
+}
+
+/**
+ * Makes `kc` reuse one HTTP dispatcher (connection pool) per cluster and TLS identity.
+ * client-node 2.0 builds a new undici Agent for every request, i.e. a new TCP connection and TLS
+ * handshake per API call; reusing it keeps connections alive between calls. A changed client
+ * certificate or CA (e.g. rotated by an exec plugin) gets its own dispatcher.
+ */
+export function reuseDispatchers(kc: KubeConfig): void {
+  type Factory = (
+    cluster: { server?: string; proxyUrl?: string } | null,
+    options: Record<string, unknown>,
+  ) => unknown;
+  const target = kc as unknown as { createDispatcher: Factory };
+  const original = target.createDispatcher.bind(kc);
+  const cache = new Map<string, unknown>();
+  target.createDispatcher = (cluster, options) => {
+    const identity = createHash("sha256");
+    for (const part of [
+      cluster?.server,
+      cluster?.proxyUrl,
+      options.ca,
+      options.cert,
+      options.key,
+      options.pfx,
+      options.servername,
+    ]) {
+      identity.update(part === undefined ? "\u0000" : String(part)).update("\u0001");
+    }
+    identity.update(String(options.rejectUnauthorized));
+    const key = identity.digest("hex");
+    if (!cache.has(key)) cache.set(key, original(cluster, options));
+    return cache.get(key);
+  };
 }
 
 /** HTTP status of a failed Kubernetes API call, or undefined for non-HTTP errors. */

@@ -122,6 +122,26 @@ export function waitReady(env: KubeEnv, kind: string, name: string, namespace?: 
 }
 
 /**
+ * Waits for an Event with `reason` (and `type` when given) about object `name` in `namespace`
+ * (all namespaces when undefined). Events are recorded asynchronously, after the status.
+ */
+export function waitForEvent(
+  env: KubeEnv,
+  q: { namespace?: string; name?: string; reason: string; type?: "Normal" | "Warning" },
+) {
+  return waitFor(`a ${q.reason} event${q.name ? ` about ${q.name}` : ""}`, async () => {
+    const args = ["get", "events", "-o", "json", ...(q.namespace ? ["-n", q.namespace] : ["-A"])];
+    if (q.name) args.push("--field-selector", `involvedObject.name=${q.name}`);
+    const items = JSON.parse(await env.k(args)).items as Array<{
+      reason: string;
+      type: string;
+      message: string;
+    }>;
+    return items.find((e) => e.reason === q.reason && (!q.type || e.type === q.type));
+  });
+}
+
+/**
  * Writes the service admin token to a file the operator reads (a mounted Secret in a cluster),
  * inside the control plane's temporary directory (removed by `env.stop()`).
  */

@@ -13,6 +13,7 @@ import {
   testOperatorConfig,
   tokenFile,
   waitFor,
+  waitForEvent,
   waitReady,
 } from "./helpers.js";
 
@@ -119,17 +120,7 @@ describe("the operator reconciles CRDs into a running governance service", () =>
 
     const listed = await env.k(["get", "governancepolicies", "-n", NS]);
     expect(listed).toMatch(/payments\s+acme\s+True\s+True/);
-    const events = await env.k([
-      "get",
-      "events",
-      "-n",
-      NS,
-      "--field-selector",
-      "involvedObject.name=payments",
-      "-o",
-      "json",
-    ]);
-    expect(JSON.parse(events).items.map((e: { reason: string }) => e.reason)).toContain("Synced");
+    await waitForEvent(env, { namespace: NS, name: "payments", reason: "Synced", type: "Normal" });
   });
 
   it("refuses a second Organization claiming the same slug, and deleting it leaves the service alone", async () => {
@@ -233,21 +224,13 @@ describe("the operator reconciles CRDs into a running governance service", () =>
       return conditionOf(p, "Synced")?.reason === "InvalidSpec" ? p : undefined;
     });
     expect(conditionOf(pol, "Synced")?.message).toContain("spec.customRules[0].match.payload.rows");
-    const events = JSON.parse(
-      await env.k([
-        "get",
-        "events",
-        "-n",
-        NS,
-        "--field-selector",
-        "involvedObject.name=odd-payload",
-        "-o",
-        "json",
-      ]),
-    );
-    expect(events.items).toEqual(
-      expect.arrayContaining([expect.objectContaining({ type: "Warning", reason: "InvalidSpec" })]),
-    );
+    const event = await waitForEvent(env, {
+      namespace: NS,
+      name: "odd-payload",
+      reason: "InvalidSpec",
+      type: "Warning",
+    });
+    expect(event.message).toContain("spec.customRules[0].match.payload.rows");
     const o = (await adminOrg("acme")).json();
     expect(o.policies.map((p: { name: string }) => p.name)).not.toContain("acme-agents.odd-payload");
     await env.k(["delete", "governancepolicy", "odd-payload", "-n", NS, "--wait=true", "--timeout=60s"]);

@@ -1,7 +1,12 @@
 import { describe, expect, it } from "vitest";
 import { loadOperatorConfig, OperatorConfigError } from "../../../operator/config.js";
-import { classifyFailure, formatIssues } from "../../../operator/controller/resource.js";
-import { GovernancePolicySpecSchema } from "../../../operator/crds/schema.js";
+import { nextStatus } from "../../../operator/controller/conditions.js";
+import { AppliedGenerations, classifyFailure, formatIssues } from "../../../operator/controller/resource.js";
+import {
+  FINALIZER,
+  GovernancePolicySpecSchema,
+  type TollgateResource,
+} from "../../../operator/crds/schema.js";
 import { INFORMER_BACKOFF, nextBackoff } from "../../../operator/kube/informer.js";
 import { ServiceError } from "../../../operator/service/client.js";
 
@@ -81,5 +86,32 @@ describe("reconcile helpers", () => {
     const seq = [INFORMER_BACKOFF.initialMs as number];
     while (seq.length < 7) seq.push(nextBackoff(seq.at(-1)!));
     expect(seq).toEqual([1000, 2000, 4000, 8000, 16000, 30000, 30000]);
+  });
+
+  it("AppliedGenerations skips events about a generation this replica already applied", () => {
+    const applied = new AppliedGenerations();
+    const obj = (
+      generation: number,
+      extra: Partial<TollgateResource["metadata"]> = {},
+    ): TollgateResource => ({
+      apiVersion: "tollgate.dev/v1alpha1",
+      kind: "GovernancePolicy",
+      metadata: { name: "p", namespace: "n", generation, finalizers: [FINALIZER], ...extra },
+      spec: {},
+    });
+    const key = "GovernancePolicy/n/p";
+    expect(applied.wants(key, obj(1))).toBe(true);
+    applied.set(key, 1);
+    // The finalizer update arrives before the status write: nothing new to do.
+    expect(applied.wants(key, obj(1))).toBe(false);
+    expect(applied.wants(key, obj(2))).toBe(true);
+    expect(applied.wants(key, obj(1, { deletionTimestamp: "2024-01-01T00:00:00Z" }))).toBe(true);
+    const synced = {
+      ...obj(3),
+      status: nextStatus(undefined, 3, { kind: "synced", message: "ok" }, new Date()),
+    };
+    expect(applied.wants(key, synced)).toBe(false);
+    applied.delete(key);
+    expect(applied.wants(key, obj(1))).toBe(true);
   });
 });
