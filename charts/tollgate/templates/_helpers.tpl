@@ -1,0 +1,70 @@
+{{/* Chart name. */}}
+{{- define "tollgate.name" -}}
+{{- default .Chart.Name .Values.nameOverride | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{/* Resource name prefix: fullnameOverride, or the release name (+ "-tollgate" unless contained). */}}
+{{- define "tollgate.fullname" -}}
+{{- if .Values.fullnameOverride }}
+{{- .Values.fullnameOverride | trunc 40 | trimSuffix "-" }}
+{{- else }}
+{{- $name := default .Chart.Name .Values.nameOverride }}
+{{- if contains $name .Release.Name }}
+{{- .Release.Name | trunc 40 | trimSuffix "-" }}
+{{- else }}
+{{- printf "%s-%s" .Release.Name $name | trunc 40 | trimSuffix "-" }}
+{{- end }}
+{{- end }}
+{{- end }}
+
+{{/* Common labels; pass (dict "ctx" $ "component" "service"). */}}
+{{- define "tollgate.labels" -}}
+helm.sh/chart: {{ printf "%s-%s" .ctx.Chart.Name .ctx.Chart.Version | replace "+" "_" }}
+app.kubernetes.io/name: {{ include "tollgate.name" .ctx }}
+app.kubernetes.io/instance: {{ .ctx.Release.Name }}
+app.kubernetes.io/version: {{ .ctx.Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .ctx.Release.Service }}
+app.kubernetes.io/component: {{ .component }}
+{{- with .ctx.Values.commonLabels }}
+{{ toYaml . }}
+{{- end }}
+{{- end }}
+
+{{/* Selector labels; pass (dict "ctx" $ "component" "service"). */}}
+{{- define "tollgate.selectorLabels" -}}
+app.kubernetes.io/name: {{ include "tollgate.name" .ctx }}
+app.kubernetes.io/instance: {{ .ctx.Release.Name }}
+app.kubernetes.io/component: {{ .component }}
+{{- end }}
+
+{{/* Image reference; pass (dict "image" .Values.x.image "ctx" $). */}}
+{{- define "tollgate.image" -}}
+{{- printf "%s:%s" .image.repository (default .ctx.Chart.AppVersion .image.tag) }}
+{{- end }}
+
+{{/* Names shared by templates, the operator's environment and its RBAC resourceNames. */}}
+{{- define "tollgate.secretsName" -}}
+{{- default (printf "%s-secrets" (include "tollgate.fullname" .)) .Values.secrets.existingSecret }}
+{{- end }}
+{{- define "tollgate.operatorName" -}}
+{{- printf "%s-operator" (include "tollgate.fullname" .) }}
+{{- end }}
+{{- define "tollgate.webhookConfigurationName" -}}
+{{- printf "%s-sidecar-injector" (include "tollgate.fullname" .) }}
+{{- end }}
+{{- define "tollgate.webhookTlsSecretName" -}}
+{{- printf "%s-webhook-tls" (include "tollgate.fullname" .) }}
+{{- end }}
+{{- define "tollgate.serviceUrl" -}}
+{{- printf "http://%s.%s.svc:%d" (include "tollgate.fullname" .) .Release.Namespace (int .Values.service.port) }}
+{{- end }}
+
+{{/* Fails the render on combinations the schema cannot express. */}}
+{{- define "tollgate.validate" -}}
+{{- if and (not .Values.database.existingSecret) (gt (int .Values.service.replicas) 1) }}
+{{- fail "service.replicas > 1 needs an external PostgreSQL: set database.existingSecret (embedded PGlite is single-replica, development only)" }}
+{{- end }}
+{{- if ge (int .Values.operator.leaderElection.renewDeadlineSeconds) (int .Values.operator.leaderElection.leaseDurationSeconds) }}
+{{- fail "operator.leaderElection.renewDeadlineSeconds must be less than leaseDurationSeconds" }}
+{{- end }}
+{{- end }}
