@@ -102,7 +102,7 @@ const address = z
   .regex(/^(\[[0-9a-fA-F:.]+\]|[A-Za-z0-9.-]+):\d{1,5}$/, "must be host:port")
   .refine((a) => Number(a.slice(a.lastIndexOf(":") + 1)) <= 65535, "port must be at most 65535");
 
-const failModes = z.record(
+const failModes = z.partialRecord(
   z.enum([
     "financial",
     "external_communication",

@@ -327,6 +327,11 @@ export class Governor {
     }
   }
 
+  /** Resolves when every outcome report in flight has settled (drain, before closing). */
+  async reportsSettled(): Promise<void> {
+    await Promise.allSettled([...this.#chains.values()].flatMap((e) => [...e.outcomes]));
+  }
+
   /** Resolves when no call is in flight (polls; used by the drain). */
   async idle(pollMs = 20): Promise<void> {
     while (this.#inflight.size > 0) await new Promise((r) => setTimeout(r, pollMs));

@@ -5,7 +5,8 @@
  * Drain (SIGTERM): health turns NOT_SERVING and /readyz 503; the gRPC server refuses new calls;
  * calls in flight get `drainTimeoutMs` to finish, after which they fail cleanly with
  * UNAVAILABLE SHUTTING_DOWN (waits stop, nothing more is forwarded); then MCP sessions close
- * (their chains are completed), the HTTP face and the upstreams close.
+ * (their chains are completed), outcome reports still in flight are awaited (at most one
+ * backend timeout), and the HTTP face and the upstreams close.
  */
 import type http from "node:http";
 import type * as grpc from "@grpc/grpc-js";
@@ -143,6 +144,7 @@ export async function startSidecar(opts: StartOptions): Promise<Sidecar> {
         await Promise.race([governor.idle(), sleep(2000)]);
       }
       await Promise.race([refused, sleep(1000)]);
+      await Promise.race([governor.reportsSettled(), sleep(config.backendTimeoutSeconds * 1000)]);
       grpcServer.forceShutdown();
       clearInterval(reconnect);
       await mcp?.close();

@@ -9,6 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Decision__Output } from "../../sidecar/generated/tollgate/v1/Decision.js";
 import type { InvokeResponse__Output } from "../../sidecar/generated/tollgate/v1/InvokeResponse.js";
 import { jsonToStruct, structToJson } from "../../sidecar/struct.js";
+import type { SignedReceipt } from "../../src/receipts/schema.js";
 import { expectFailure, type Stack, startStack } from "./harness.js";
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -78,7 +79,7 @@ describe("sidecar gRPC ToolGateway", () => {
     expect(call?.headers["x-tollgate-agent-name"]).toBe("worker");
 
     const stored = await s.storedChain(chainId);
-    expect((stored.events[0]?.payload as Record<string, unknown>).api_key).not.toBe("sk_live_abcdef"); // sanitized
+    expect((stored.events[0]!.payload as Record<string, unknown>).api_key).not.toBe("sk_live_abcdef"); // sanitized
 
     const done = await s.rpc<Record<string, string>>("CompleteChain", { chain_id: chainId });
     expect(done).toMatchObject({ chain_id: chainId, status: "completed" });
@@ -86,16 +87,16 @@ describe("sidecar gRPC ToolGateway", () => {
     const { receipt } = await s.rpc<{ receipt: Parameters<typeof structToJson>[0] }>("GetReceipt", {
       chain_id: chainId,
     });
-    const body = structToJson(receipt) as Record<string, any>;
+    const body = structToJson(receipt) as unknown as SignedReceipt;
     expect(body.receipt_id).toBe(done.receipt_id);
     expect(body.metadata).toEqual({ ticket: "T-1", attempt: 2 });
     expect(body.events_summary).toHaveLength(1);
-    expect(body.events_summary[0].outcome).toMatchObject({
+    expect(body.events_summary[0]!.outcome).toMatchObject({
       status: "success",
       error_class: null,
       result_sha256: sha256(r.result_json),
     });
-    expect(body.events_summary[0].outcome.duration_ms).toBeGreaterThanOrEqual(0);
+    expect(body.events_summary[0]!.outcome!.duration_ms).toBeGreaterThanOrEqual(0);
   });
 
   it("allow_with_flag: forwards and shows the flag to the caller", async () => {
@@ -371,11 +372,11 @@ describe("sidecar gRPC ToolGateway", () => {
     const { receipt } = await s.rpc<{ receipt: Parameters<typeof structToJson>[0] }>("GetReceipt", {
       chain_id: chainId,
     });
-    const body = structToJson(receipt) as Record<string, any>;
+    const body = structToJson(receipt) as unknown as SignedReceipt;
     expect(body.status).toBe("failed");
     expect(body.failure).toEqual({ mode: "AgentCrashed", message: "gave up" });
     expect(
-      body.events_summary.map((e: any) => [e.action_name, e.outcome?.status, e.outcome?.error_class]),
+      body.events_summary.map((e) => [e.action_name, e.outcome?.status, e.outcome?.error_class]),
     ).toEqual([
       ["flaky", "error", "HTTP 502"],
       ["words", "success", null],
