@@ -80,6 +80,8 @@ export interface RunningOperator {
 }
 
 interface Controllers {
+  /** Resolves once the caches are synced and the workers run. */
+  ready: Promise<void>;
   stop(): Promise<void>;
 }
 
@@ -212,7 +214,7 @@ export async function startOperator(opts: StartOperatorOptions): Promise<Running
     cleanups.push(() => health.app.close());
 
     // Leader election; the leader runs the reconcilers.
-    let controllers: Promise<Controllers> | undefined;
+    let controllers: Controllers | undefined;
     let reconciling: () => void = () => {};
     let reconcilingPromise = new Promise<void>((r) => {
       reconciling = r;
@@ -233,7 +235,7 @@ export async function startOperator(opts: StartOperatorOptions): Promise<Running
       delay,
       onStartedLeading: () => {
         metrics.leader.set(1);
-        controllers = startControllers({
+        const started = startControllers({
           config,
           clients,
           service,
@@ -246,10 +248,10 @@ export async function startOperator(opts: StartOperatorOptions): Promise<Running
             onNamespace = h;
           },
         });
-        void controllers.then(
-          () => reconciling(),
-          (err) => log.error({ err: (err as Error).message }, "controllers failed to start"),
-        );
+        controllers = started;
+        void started.ready.then(() => {
+          if (controllers === started) reconciling();
+        });
       },
       onStoppedLeading: async () => {
         metrics.leader.set(0);
@@ -258,7 +260,7 @@ export async function startOperator(opts: StartOperatorOptions): Promise<Running
         reconcilingPromise = new Promise<void>((r) => {
           reconciling = r;
         });
-        await (await running?.catch(() => undefined))?.stop();
+        await running?.stop();
       },
     });
     elector.start();
@@ -304,8 +306,8 @@ interface ControllerDeps {
 const objectKey = (kind: string, obj: { metadata?: { name?: string; namespace?: string } }) =>
   keyOf({ kind, namespace: obj.metadata?.namespace ?? "", name: obj.metadata?.name ?? "" });
 
-/** Starts informers, reconcilers and workers; resolves once the caches are synced. */
-async function startControllers(d: ControllerDeps): Promise<Controllers> {
+/** Starts informers and reconcilers; the workers start once the caches are synced (`ready`). */
+function startControllers(d: ControllerDeps): Controllers {
   const { kc, custom, core } = d.clients;
   const queue = new WorkQueue();
   const informers: Array<RunningInformer<never>> = [];
@@ -390,12 +392,17 @@ async function startControllers(d: ControllerDeps): Promise<Controllers> {
   d.setNamespaceHandler((ns) => {
     if (namespaceOfInterest(ns)) queue.add(objectKey(NAMESPACE_KIND, ns));
   });
-  await Promise.all([...informers.map((i) => i.synced), d.namespaces.synced]);
-  controller.start();
-  controller.resync();
-  d.log.info("reconcilers running");
+  let stopped = false;
+  const ready = Promise.all([...informers.map((i) => i.synced), d.namespaces.synced]).then(() => {
+    if (stopped) return;
+    controller.start();
+    controller.resync();
+    d.log.info("reconcilers running");
+  });
   return {
+    ready,
     async stop() {
+      stopped = true;
       d.setNamespaceHandler(undefined);
       await controller.stop();
       await Promise.all(informers.map((i) => i.stop()));
