@@ -1,0 +1,29 @@
+/**
+ * bench/record-action in its small mode: the benchmark code runs end to end against real
+ * PostgreSQL and the service process, and writes well-formed results. No timing is asserted.
+ */
+import { spawnSync } from "node:child_process";
+import { readFileSync } from "node:fs";
+import path from "node:path";
+import { describe, expect, it } from "vitest";
+
+const root = path.resolve(import.meta.dirname, "../..");
+
+describe("bench/record-action --quick", () => {
+  it("measures the service and the pgbench baseline in the same run", () => {
+    const r = spawnSync(process.execPath, ["--import", "tsx", "bench/record-action/run.ts", "--quick"], {
+      cwd: root,
+      encoding: "utf8",
+      timeout: 110_000,
+    });
+    expect(r.status, r.stderr).toBe(0);
+    expect(r.stdout).toContain("| record-action | actions/s at 4 clients |");
+    const result = JSON.parse(readFileSync(path.join(root, "bench/results/record-action.json"), "utf8"));
+    const [throughput, p99] = result.rows;
+    expect(throughput.value).toBeGreaterThan(0);
+    expect(throughput.baselineValue).toBeGreaterThan(0);
+    expect(throughput.ratio).toBeCloseTo(throughput.value / throughput.baselineValue, 6);
+    expect(p99.unit).toBe("ms");
+    expect(p99.value).toBeGreaterThan(0);
+  });
+});
