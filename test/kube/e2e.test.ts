@@ -77,7 +77,7 @@ describe("CRDs → operator → service; injected Pod → sidecar → governed c
     await waitReady(env, "organization", "acme");
     await waitReady(env, "governancepolicy", "payments", NS);
     const secret = await waitFor("API key Secret minted into acme-agents", () =>
-      env.get("secret", "tollgate-api-key", NS),
+      env.get<{ data: Record<string, string> }>("secret", "tollgate-api-key", NS),
     );
     // Wait until the webhook serves with its caBundle published, then create the Pod.
     await waitFor("caBundle published", async () => {
@@ -99,11 +99,11 @@ describe("CRDs → operator → service; injected Pod → sidecar → governed c
     expect(injectedEnv.TOLLGATE_SERVICE_URL).toBe(svc.url);
     expect(injectedEnv.TOLLGATE_ORGANIZATION).toBe("acme");
     const mount = injected.volumeMounts.find((m: { name: string }) => m.name === "tollgate-api-key");
-    expect(injectedEnv.TOLLGATE_API_KEY_FILE.startsWith(`${mount.mountPath}/`)).toBe(true);
+    expect(injectedEnv.TOLLGATE_API_KEY_FILE?.startsWith(`${mount.mountPath}/`)).toBe(true);
 
     // What a kubelet would do: project the Secret into a file, give the process its env.
     const keyFile = path.join(env.cp.dir, "api-key");
-    writeFileSync(keyFile, Buffer.from(secret.data["api-key"], "base64"), { mode: 0o600 });
+    writeFileSync(keyFile, Buffer.from(secret.data["api-key"] ?? "", "base64"), { mode: 0o600 });
     const [grpcPort, httpPort] = await freePorts(2);
     sidecar = spawn(process.execPath, ["--import", "tsx", path.join(root, "sidecar/main.ts")], {
       cwd: root,
