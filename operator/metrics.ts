@@ -22,8 +22,7 @@ export type AdmissionOutcome = (typeof AdmissionOutcome)[keyof typeof AdmissionO
 /** Creates the operator's metrics. */
 export function createOperatorMetrics(opts: { defaultMetrics?: boolean } = {}) {
   const registry = new Registry();
-  if (opts.defaultMetrics ?? true)
-    collectConformingDefaultMetrics(registry, "tollgate_operator_");
+  if (opts.defaultMetrics ?? true) collectConformingDefaultMetrics(registry, "tollgate_operator_");
   return {
     registry,
     reconciles: new Counter({

@@ -110,11 +110,7 @@ export class NamespaceReconciler implements Reconciler {
       .list()
       .find((o) => !o.metadata.deletionTimestamp && o.status?.organization === slug && isSynced(o.status));
     if (!org) {
-      this.warnOnce(
-        ns,
-        "OrganizationNotReady",
-        `No synced Organization with slug ${slug}; no API key yet`,
-      );
+      this.warnOnce(ns, "OrganizationNotReady", `No synced Organization with slug ${slug}; no API key yet`);
       return { requeueAfterMs: this.o.waitForOrganizationMs ?? 30_000 };
     }
     if (secret && !managed) {

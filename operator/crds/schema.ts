@@ -215,9 +215,7 @@ const customRule = z
       .refine((m) => Object.keys(m).length > 0, { message: "match must set at least one matcher" })
       .meta({ minProperties: 1 })
       .describe("Every given matcher must match (AND); strings accept * globs."),
-    outcome: z
-      .enum(["allow", "allow_with_flag", "require_approval", "deny"])
-      .describe("Decision when it matches."),
+    outcome: OutcomeSchema.describe("Decision when it matches."),
     reason: z
       .string()
       .min(1)
