@@ -4,13 +4,14 @@
  * (`tsx sidecar/main.ts`), scraped after real traffic. The test fails when promtool is missing.
  * The operator's endpoint is checked in test/kube/metrics.test.ts (it needs a control plane).
  */
-import { type ChildProcess, spawn } from "node:child_process";
+import { type ChildProcess, spawn, spawnSync } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import http from "node:http";
 import os from "node:os";
 import path from "node:path";
 import type * as grpc from "@grpc/grpc-js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createOperatorMetrics } from "../../operator/metrics.js";
 import { createGatewayClient } from "../../sidecar/proto.js";
 import { jsonToStruct } from "../../sidecar/struct.js";
 import { freePort } from "../support/postgres.js";
@@ -66,6 +67,7 @@ describe("metrics expositions pass promtool check metrics", () => {
   let tool: http.Server;
   let admin: string;
   let clientKey = "";
+  const expositions: string[] = [];
   let adminKey = "";
 
   const api = async (method: string, url: string, token: string, body?: unknown) => {
@@ -175,6 +177,7 @@ describe("metrics expositions pass promtool check metrics", () => {
     expect((await fetch(`${base}${token.public_path}`)).status).toBe(200);
 
     const text = await scrape(`${base}/metrics`);
+    expositions.push(text);
     const lint = promtoolCheckMetrics(text);
     expect(lint, text).toEqual({ code: 0, problems: [] });
 
@@ -223,6 +226,7 @@ describe("metrics expositions pass promtool check metrics", () => {
       client.close();
     }
     const text = await scrape(`${sidecarHttp}/metrics`);
+    expositions.push(text);
     const lint = promtoolCheckMetrics(text);
     expect(lint, text).toEqual({ code: 0, problems: [] });
     expect(sample(text, 'tollgate_sidecar_invocations_total{decision="allow",surface="grpc"}')).toBe(1);
@@ -231,5 +235,48 @@ describe("metrics expositions pass promtool check metrics", () => {
       sample(text, 'tollgate_sidecar_upstream_duration_seconds_count{upstream="tools",result="ok"}'),
     ).toBe(1);
     expect(text).toMatch(/^tollgate_sidecar_process_cpu_seconds_total /m);
+  });
+
+  it("the chart's Grafana dashboard: every query parses (promtool check rules) and names only exposed metrics", async () => {
+    expect(expositions).toHaveLength(2); // service and sidecar, scraped above
+    const operator = createOperatorMetrics({ defaultMetrics: false });
+    const typed = [...expositions, await operator.registry.metrics()].flatMap((text) =>
+      [...text.matchAll(/^# TYPE (\S+) (\S+)$/gm)].map((m) => ({ name: m[1]!, type: m[2]! })),
+    );
+    const series = new Set(
+      typed.flatMap(({ name, type }) =>
+        type === "histogram" ? [`${name}_bucket`, `${name}_sum`, `${name}_count`] : [name],
+      ),
+    );
+    const dashboard = JSON.parse(
+      readFileSync(path.join(root, "charts/tollgate/dashboards/tollgate.json"), "utf8"),
+    );
+    const exprs: string[] = dashboard.panels.flatMap((p: { targets: { expr: string }[] }) =>
+      p.targets.map((t) => t.expr),
+    );
+    expect(exprs.length).toBeGreaterThan(8);
+    for (const expr of exprs) {
+      for (const name of expr.match(/\b(?:tollgate|process|nodejs)_[a-z_]+/g) ?? []) {
+        expect(series.has(name), `${name} in "${expr}" is not exposed`).toBe(true);
+      }
+    }
+    // Grafana's variables become what Prometheus would see; promtool parses every expression.
+    const rules = {
+      groups: [
+        {
+          name: "dashboard",
+          rules: exprs.map((expr, i) => ({
+            record: `dashboard:query_${i}`,
+            expr: expr.replaceAll("$__rate_interval", "5m").replaceAll("$job", ".*"),
+          })),
+        },
+      ],
+    };
+    const file = path.join(dir, "dashboard-rules.yaml");
+    writeFileSync(file, JSON.stringify(rules));
+    const check = spawnSync("promtool", ["check", "rules", file], { encoding: "utf8" });
+    if (check.error) throw new Error(`promtool is required: ${check.error.message}`);
+    expect(check.status, check.stdout + check.stderr).toBe(0);
+    expect(check.stdout).toMatch(new RegExp(`SUCCESS: ${exprs.length} rules found`));
   });
 });
