@@ -294,7 +294,7 @@ describe("charts/tollgate", () => {
     expect(out).toMatch(/deployment.apps\/tg-tollgate-operator created \(server dry run\)/);
   });
 
-  it("helm install, upgrade and uninstall: secrets are generated once and kept with the CRDs", async () => {
+  it("helm install, upgrade, uninstall and reinstall: secrets are generated once and kept with the CRDs", async () => {
     const install = await helm(["install", RELEASE, chart, "-n", NS]);
     expect(install.code, install.stderr).toBe(0);
     const read = async () =>
@@ -312,6 +312,14 @@ describe("charts/tollgate", () => {
     await k(["get", "crd", "organizations.tollgate.dev"]);
     const gone = await kubectl(cp, ["get", "deployment", FULL, "-n", NS]);
     expect(gone.code).not.toBe(0);
+
+    // Installing again adopts the kept Secret and CRDs: the same master key, so earlier receipts
+    // stay verifiable.
+    const again = await helm(["install", RELEASE, chart, "-n", NS]);
+    expect(again.code, again.stderr).toBe(0);
+    expect(await read()).toEqual(first);
+    const last = await helm(["uninstall", RELEASE, "-n", NS]);
+    expect(last.code, last.stderr).toBe(0);
   });
 
   it("kubectl apply --dry-run=server accepts the variant render (CRDs installed, cert-manager and Prometheus Operator kinds registered)", async () => {
