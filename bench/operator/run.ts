@@ -17,7 +17,7 @@
  * Targets (issue 6): reconcile p99 ≤ 1000 ms, webhook p99 ≤ 20 ms.
  */
 import { randomBytes } from "node:crypto";
-import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
+import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import https from "node:https";
 import os from "node:os";
 import path from "node:path";
@@ -78,16 +78,6 @@ async function main(): Promise<number> {
       const pgCluster = await startPostgres();
       cleanups.push(() => pgCluster.stop());
       db = await openPostgres(pgCluster.url, 10);
-      // startPostgres().stop() signals `runuser`, which does not pass SIGINT on to PostgreSQL;
-      // signal the postmaster itself (its pid is the first line of postmaster.pid) first.
-      const { rows } = await db.query<{ setting: string }>(
-        "SELECT setting FROM pg_settings WHERE name = 'data_directory'",
-      );
-      const pidFile = path.join(rows[0]!.setting, "postmaster.pid");
-      cleanups.push(async () => {
-        const pid = Number((await readFile(pidFile, "utf8")).split("\n")[0]);
-        if (pid > 0) process.kill(pid, "SIGINT");
-      });
     } else {
       db = await openPglite({ dataDir: null, socketDir: path.join(tmp, "pg") });
     }
