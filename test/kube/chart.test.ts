@@ -264,6 +264,31 @@ describe("charts/tollgate", () => {
     }
   });
 
+  it("agrees with the Dockerfile: commands, the sidecar stage, the non-root user", async () => {
+    const dockerfile = readFileSync(path.join(root, "Dockerfile"), "utf8");
+    const values = parseYaml(readFileSync(path.join(chart, "values.yaml"), "utf8")) as Obj;
+    const stage = (name: string) =>
+      dockerfile.split(/^FROM /m).find((s) => s.includes(` AS ${name}\n`)) ?? "";
+    const cmd = (name: string) => JSON.parse(stage(name).match(/^CMD (\[.*\])$/m)?.[1] ?? "null");
+    expect(cmd("tollgate")).toEqual(values.service.command);
+    expect(cmd("sidecar")).toEqual(["node", "--import", "tsx", "sidecar/main.ts"]);
+    // The operator runs from the same image with its own command; its entry point is in the image.
+    expect(values.operator.command).toEqual(["node", "--import", "tsx", "operator/main.ts"]);
+    expect(stage("base")).toMatch(/^COPY operator \.\/operator$/m);
+    const user = stage("base").match(/^USER (\d+):(\d+)$/m);
+    expect(user?.slice(1).map(Number)).toEqual([
+      values.podSecurityContext.runAsUser,
+      values.podSecurityContext.runAsGroup,
+    ]);
+    // The default build (last stage) is the service image.
+    expect(
+      dockerfile
+        .trim()
+        .split(/^FROM /m)
+        .pop(),
+    ).toMatch(/^base AS tollgate\n/);
+  });
+
   it("rejects unknown values (strict schema) and impossible combinations", async () => {
     const typo = await helm(["template", RELEASE, chart, "--set", "service.replica=2"]);
     expect(typo.code).not.toBe(0);
