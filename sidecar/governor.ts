@@ -231,8 +231,9 @@ export class Governor {
     const eventId = decision.eventId;
     if (!eventId) return; // fail mode allow: nothing was recorded to bind it to
     const chainId = entry.chain.chainId!;
-    const report: Promise<void> = this.#client
-      .reportOutcome(chainId, eventId, outcome)
+    // setImmediate: the caller's answer is written before the report costs any CPU.
+    const report: Promise<void> = new Promise<void>((resolve) => setImmediate(resolve))
+      .then(() => this.#client.reportOutcome(chainId, eventId, outcome))
       .then(
         () => undefined,
         (err: unknown) => {

@@ -20,6 +20,7 @@ import { createLogger, type Logger } from "./logger.js";
 import { McpFace } from "./mcp-face.js";
 import { createMetrics, type Metrics } from "./metrics.js";
 import { SERVICE_NAME } from "./proto.js";
+import { createServiceFetch } from "./service-fetch.js";
 import { createUpstreams, McpUpstream, type Upstream } from "./upstreams/index.js";
 
 /** Options of startSidecar. */
@@ -68,7 +69,7 @@ export async function startSidecar(opts: StartOptions): Promise<Sidecar> {
       defaultApprovalTimeoutHours: config.approvalTimeoutHours,
       ...(config.failModes && { failModes: config.failModes }),
     },
-    opts.sdkInternals,
+    { fetch: createServiceFetch(), ...opts.sdkInternals },
   );
   const metrics = createMetrics({ defaultMetrics: opts.defaultMetrics });
   const upstreams = createUpstreams(config.upstreams, log);

@@ -1,0 +1,38 @@
+/**
+ * bench/sidecar-overhead --quick runs end to end (its own PostgreSQL, service and sidecar
+ * processes) and prints the figures it promises. Correctness only: no timing assertion.
+ */
+import { spawn } from "node:child_process";
+import path from "node:path";
+import { describe, expect, it } from "vitest";
+
+const root = path.resolve(import.meta.dirname, "../..");
+
+describe("bench/sidecar-overhead --quick", () => {
+  it("measures direct and sidecar calls and prints p50, p99 and the added latency", async () => {
+    const child = spawn(process.execPath, ["--import", "tsx", "bench/sidecar-overhead/run.ts", "--quick"], {
+      cwd: root,
+      env: { ...process.env },
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    let out = "";
+    let err = "";
+    child.stdout.on("data", (d) => (out += d));
+    child.stderr.on("data", (d) => (err += d));
+    const code = await new Promise<number | null>((resolve) => child.once("exit", resolve));
+    expect(code, `${out}\n${err}`).toBe(0);
+    const ms = "(\\d+\\.\\d{3}) ms";
+    const direct = new RegExp(`^direct: +p50 ${ms} +p99 ${ms} +\\(n=40\\)$`, "m").exec(out);
+    const sidecar = new RegExp(`^through sidecar: p50 ${ms} +p99 ${ms} +\\(n=40\\)$`, "m").exec(out);
+    const added = new RegExp(`^added: +p50 (-?\\d+\\.\\d{3}) ms .*p99 (-?\\d+\\.\\d{3}) ms`, "m").exec(out);
+    expect(direct, out).not.toBeNull();
+    expect(sidecar, out).not.toBeNull();
+    expect(added, out).not.toBeNull();
+    // added = through sidecar − direct, at each percentile
+    expect(Number(added![1])).toBeCloseTo(Number(sidecar![1]) - Number(direct![1]), 2);
+    expect(Number(added![2])).toBeCloseTo(Number(sidecar![2]) - Number(direct![2]), 2);
+    expect(out).toMatch(new RegExp(`^decision only: +p50 ${ms} +p99 ${ms} +\\(n=40;`, "m"));
+    expect(out).toMatch(/last chain: \d+ events recorded, every outcome bound/);
+    expect(out).toContain("| sidecar-overhead | added p50 |");
+  }, 300_000);
+});
