@@ -12,10 +12,15 @@
  *
  * Each part runs as it would in a pod: the service and the sidecar are separate processes
  * (`src/service/main.ts`, `sidecar/main.ts`); the load generator and the upstream share this
- * one. Calls are sequential (one agent), direct and sidecar rounds interleave so that drift hits
- * both alike; per-round figures give the spread.
+ * one. Calls are sequential (one agent); the three kinds interleave in rounds so that drift hits
+ * them alike; per-round figures give the spread. Two load patterns, both reported:
+ *   paced         --gap-ms (10) idle between calls, as an agent that does its own work between
+ *                 tool calls: the latency on one call's own path (its outcome report runs in
+ *                 the gap);
+ *   back-to-back  each call right after the previous one: a sustained loop, where the previous
+ *                 call's background outcome report competes with the next decision.
  *
- *   npx tsx bench/sidecar-overhead/run.ts [--calls 300] [--rounds 10] [--profile] [--quick]
+ *   npx tsx bench/sidecar-overhead/run.ts [--calls 200] [--rounds 6] [--gap-ms 10] [--profile] [--quick]
  *
  * --quick: a few calls, for correctness (a test runs it); results are printed, not saved.
  * --profile: runs the sidecar with --cpu-prof into bench/results/profiles/.
@@ -46,15 +51,21 @@ import {
 
 const { values: args } = parseArgs({
   options: {
-    calls: { type: "string", default: "300" },
-    rounds: { type: "string", default: "10" },
+    calls: { type: "string", default: "200" },
+    rounds: { type: "string", default: "6" },
+    "gap-ms": { type: "string", default: "10" },
     profile: { type: "boolean", default: false },
     quick: { type: "boolean", default: false },
   },
 });
 const quick = args.quick!;
 const perRound = quick ? 20 : Number(args.calls);
-const rounds = quick ? 2 : Number(args.rounds);
+const rounds = quick ? 1 : Number(args.rounds);
+/** Paced first: the per-call latency an agent sees; then back to back: a sustained loop. */
+const modes: Mode[] = [
+  { name: "paced", gapMs: Number(args["gap-ms"]) },
+  { name: "back-to-back", gapMs: 0 },
+];
 const warmup = quick ? 20 : 500;
 /** A new chain every so many calls keeps chains at a realistic length. */
 const callsPerChain = 200;
@@ -151,7 +162,10 @@ async function startSidecarProcess(opts: {
       () => false,
     );
     if (ok) break;
-    if (Date.now() > deadline) throw new Error(`sidecar not ready:\n${stderr}`);
+    if (Date.now() > deadline) {
+      proc.kill("SIGKILL");
+      throw new Error(`sidecar not ready:\n${stderr}`);
+    }
     await new Promise((r) => setTimeout(r, 100));
   }
   return {
@@ -184,9 +198,20 @@ async function main() {
   progress(
     `sidecar-overhead: ${rounds} rounds × ${perRound} calls each way, ${warmup} warm-up calls${quick ? " (quick)" : ""}`,
   );
+  // Stop the child processes (and PostgreSQL) even when the bench itself is interrupted.
+  const stops: (() => Promise<unknown>)[] = [];
+  const stopAll = async () => {
+    for (const stop of stops.splice(0).reverse()) await stop().catch(() => undefined);
+  };
+  for (const signal of ["SIGINT", "SIGTERM", "SIGHUP"] as const) {
+    process.once(signal, () => void stopAll().finally(() => process.exit(130)));
+  }
   const cluster = await startDatabase(["tollgate"]);
+  stops.push(() => cluster.stop());
   const svc = await startServiceProcess(cluster.urlOf("tollgate"));
+  stops.push(() => svc.stop());
   const upstream = await startUpstream();
+  stops.push(() => upstream.close());
   const profileDir = args.profile ? path.join(repoRoot, "bench/results/profiles") : null;
   if (profileDir) mkdirSync(profileDir, { recursive: true });
   let sidecar: Awaited<ReturnType<typeof startSidecarProcess>> | null = null;
@@ -198,6 +223,7 @@ async function main() {
       upstreamUrl: upstream.url,
       profileDir,
     });
+    stops.push(() => sidecar!.stop());
     const client = createGatewayClient(sidecar.grpcAddress);
     const agent = new http.Agent({ keepAlive: true, maxSockets: 4 });
     const url = new URL(upstream.url);
@@ -260,24 +286,45 @@ async function main() {
       await viaSidecar(null);
     }
 
-    const all = { direct: latencyHistogram(), decision: latencyHistogram(), sidecar: latencyHistogram() };
-    const perRoundAdded: { p50: number; p99: number }[] = [];
-    for (let r = 0; r < rounds; r++) {
-      const round = { direct: latencyHistogram(), decision: latencyHistogram(), sidecar: latencyHistogram() };
-      for (let i = 0; i < perRound; i++) await direct(round.direct);
-      for (let i = 0; i < perRound; i++) await decisionOnly(round.decision);
-      for (let i = 0; i < perRound; i++) await viaSidecar(round.sidecar);
-      all.direct.add(round.direct);
-      all.decision.add(round.decision);
-      all.sidecar.add(round.sidecar);
-      const d = percentilesMs(round.direct);
-      const g = percentilesMs(round.decision);
-      const s = percentilesMs(round.sidecar);
-      perRoundAdded.push({ p50: s.p50 - d.p50, p99: s.p99 - d.p99 });
-      progress(
-        `  round ${r + 1}: direct p50 ${fmt(d.p50)} p99 ${fmt(d.p99)} | decision only p50 ${fmt(g.p50)} p99 ${fmt(g.p99)} | sidecar p50 ${fmt(s.p50)} p99 ${fmt(s.p99)} | added p50 ${fmt(s.p50 - d.p50)} p99 ${fmt(s.p99 - d.p99)}`,
-      );
-    }
+    /** Interleaved rounds of the three kinds, `gapMs` idle between calls (0: back to back). */
+    const measure = async (mode: Mode): Promise<ModeResult> => {
+      const all = { direct: latencyHistogram(), decision: latencyHistogram(), sidecar: latencyHistogram() };
+      const perRoundAdded: { p50: number; p99: number }[] = [];
+      const pause = () => (mode.gapMs > 0 ? sleep(mode.gapMs) : Promise.resolve());
+      for (let r = 0; r < rounds; r++) {
+        const round = {
+          direct: latencyHistogram(),
+          decision: latencyHistogram(),
+          sidecar: latencyHistogram(),
+        };
+        for (const [kind, fn] of [
+          ["direct", direct],
+          ["decision", decisionOnly],
+          ["sidecar", viaSidecar],
+        ] as const) {
+          for (let i = 0; i < perRound; i++) {
+            await fn(round[kind]);
+            await pause();
+          }
+          all[kind].add(round[kind]);
+        }
+        const [d, g, sc] = [
+          percentilesMs(round.direct),
+          percentilesMs(round.decision),
+          percentilesMs(round.sidecar),
+        ];
+        perRoundAdded.push({ p50: sc.p50 - d.p50, p99: sc.p99 - d.p99 });
+        progress(
+          `  ${mode.name} round ${r + 1}: direct p50 ${fmt(d.p50)} p99 ${fmt(d.p99)} | decision only p50 ${fmt(g.p50)} p99 ${fmt(g.p99)} | sidecar p50 ${fmt(sc.p50)} p99 ${fmt(sc.p99)} | added p50 ${fmt(sc.p50 - d.p50)} p99 ${fmt(sc.p99 - d.p99)}`,
+        );
+      }
+      const d = percentilesMs(all.direct);
+      const g = percentilesMs(all.decision);
+      const sc = percentilesMs(all.sidecar);
+      return { mode, d, g, s: sc, added: { p50: sc.p50 - d.p50, p99: sc.p99 - d.p99 }, perRoundAdded };
+    };
+    const results: ModeResult[] = [];
+    for (const mode of modes) results.push(await measure(mode));
     await (sdkChain as Chain | null)?.exit();
 
     const metrics = await (await fetch(`${sidecar.httpUrl}/metrics`)).text();
@@ -287,7 +334,7 @@ async function main() {
     agent.destroy();
 
     // The service recorded every call of the last chain, and bound each outcome.
-    await new Promise((r) => setTimeout(r, 200));
+    await sleep(200);
     const last = (await api(`${svc.url}/v1/chains/${chainId}`, apiKey, "GET")) as {
       events: { outcome: unknown }[];
     };
@@ -298,84 +345,111 @@ async function main() {
       throw new Error(`last chain: ${last.events.length} events, ${bound} outcomes, ${chainCalls} calls`);
     }
 
-    const d = percentilesMs(all.direct);
-    const g = percentilesMs(all.decision);
-    const s = percentilesMs(all.sidecar);
-    const added = { p50: s.p50 - d.p50, p99: s.p99 - d.p99 };
-    const n = rounds;
-    const row = (
-      figure: string,
-      value: number,
-      baselineValue: number | null,
-      target: string,
-      met: boolean | null,
-      spread: number | null,
-    ): ResultRow => ({
-      benchmark: "sidecar-overhead",
-      figure,
-      value,
-      unit: "ms",
-      baseline: baselineValue === null ? "—" : "direct call, same run",
-      baselineValue,
-      ratio: baselineValue ? value / baselineValue : null,
-      better: "lower",
-      target,
-      met,
-      spreadPct: spread,
-      repeats: n,
-    });
-    const rows: ResultRow[] = [
-      row("direct p50", d.p50, null, "—", null, null),
-      row("direct p99", d.p99, null, "—", null, null),
-      row("decision only p50 (SDK → service)", g.p50, null, "—", null, null),
-      row("decision only p99 (SDK → service)", g.p99, null, "—", null, null),
-      row("through sidecar p50", s.p50, d.p50, "—", null, null),
-      row("through sidecar p99", s.p99, d.p99, "—", null, null),
-      row(
-        "added p50",
-        added.p50,
-        null,
-        `≤ ${TARGET_P50_MS} ms`,
-        added.p50 <= TARGET_P50_MS,
-        spreadPct(perRoundAdded.map((x) => x.p50)),
-      ),
-      row(
-        "added p99",
-        added.p99,
-        null,
-        `≤ ${TARGET_P99_MS} ms`,
-        added.p99 <= TARGET_P99_MS,
-        spreadPct(perRoundAdded.map((x) => x.p99)),
-      ),
-    ];
-    const extra = {
-      calls_each_way: d.count,
-      sidecar_mean_decision_ms: decisionMean,
-      sidecar_mean_upstream_ms: upstreamMean,
-      decision_only_p50_ms: g.p50,
-      decision_only_p99_ms: g.p99,
-      median_round_added_p50_ms: median(perRoundAdded.map((x) => x.p50)),
-      median_round_added_p99_ms: median(perRoundAdded.map((x) => x.p99)),
-    };
+    const rows: ResultRow[] = results.flatMap((r) => resultRows(r, rounds));
+    for (const r of results) {
+      process.stdout.write(
+        `== ${r.mode.name} (${r.mode.gapMs > 0 ? `${r.mode.gapMs} ms idle between calls` : "each call right after the previous one"})\n` +
+          `direct:          p50 ${fmt(r.d.p50)}  p99 ${fmt(r.d.p99)}  (n=${r.d.count})\n` +
+          `decision only:   p50 ${fmt(r.g.p50)}  p99 ${fmt(r.g.p99)}  (n=${r.g.count}; SDK → service, no sidecar, no tool)\n` +
+          `through sidecar: p50 ${fmt(r.s.p50)}  p99 ${fmt(r.s.p99)}  (n=${r.s.count})\n` +
+          `added:           p50 ${fmt(r.added.p50)} (target ≤ ${TARGET_P50_MS} ms: ${r.added.p50 <= TARGET_P50_MS ? "met" : "MISSED"})  ` +
+          `p99 ${fmt(r.added.p99)} (target ≤ ${TARGET_P99_MS} ms: ${r.added.p99 <= TARGET_P99_MS ? "met" : "MISSED"})\n` +
+          `sidecar share of the added p50: ${fmt(r.added.p50 - r.g.p50)} (added − decision only)\n`,
+      );
+    }
     process.stdout.write(
-      `direct:          p50 ${fmt(d.p50)}  p99 ${fmt(d.p99)}  (n=${d.count})\n` +
-        `through sidecar: p50 ${fmt(s.p50)}  p99 ${fmt(s.p99)}  (n=${s.count})\n` +
-        `decision only:   p50 ${fmt(g.p50)}  p99 ${fmt(g.p99)}  (n=${g.count}; SDK → service, no sidecar, no tool)\n` +
-        `added:           p50 ${fmt(added.p50)} (target ≤ ${TARGET_P50_MS} ms: ${added.p50 <= TARGET_P50_MS ? "met" : "MISSED"})  ` +
-        `p99 ${fmt(added.p99)} (target ≤ ${TARGET_P99_MS} ms: ${added.p99 <= TARGET_P99_MS ? "met" : "MISSED"})\n` +
-        `sidecar share of the added p50: ${fmt(added.p50 - g.p50)} (added − decision only)\n` +
-        `inside the sidecar (means): decision ${fmt(decisionMean)}, upstream ${fmt(upstreamMean)}\n` +
+      `inside the sidecar (means over the run): decision ${fmt(decisionMean)}, upstream ${fmt(upstreamMean)}\n` +
         `last chain: ${bound} events recorded, every outcome bound\n`,
     );
+    const extra = {
+      load_average_1m: os.loadavg()[0],
+      cpus: os.cpus().length,
+      sidecar_mean_decision_ms: decisionMean,
+      sidecar_mean_upstream_ms: upstreamMean,
+      modes: results.map((r) => ({
+        mode: r.mode.name,
+        gap_ms: r.mode.gapMs,
+        direct: r.d,
+        decision_only: r.g,
+        sidecar: r.s,
+        added: r.added,
+        median_round_added_p50_ms: median(r.perRoundAdded.map((x) => x.p50)),
+        median_round_added_p99_ms: median(r.perRoundAdded.map((x) => x.p99)),
+      })),
+    };
     if (quick) process.stdout.write(`\n${markdownTable(rows)}\n`);
     else report("sidecar-overhead", rows, extra);
   } finally {
-    await sidecar?.stop();
-    await upstream.close();
-    await svc.stop();
-    await cluster.stop();
+    await stopAll();
   }
 }
+
+/** A load pattern: paced (an agent doing its own work between tool calls) or back to back. */
+interface Mode {
+  name: string;
+  gapMs: number;
+}
+
+type Percentiles = ReturnType<typeof percentilesMs>;
+
+interface ModeResult {
+  mode: Mode;
+  d: Percentiles;
+  g: Percentiles;
+  s: Percentiles;
+  added: { p50: number; p99: number };
+  perRoundAdded: { p50: number; p99: number }[];
+}
+
+function resultRows(r: ModeResult, repeats: number): ResultRow[] {
+  const row = (
+    figure: string,
+    value: number,
+    baselineValue: number | null,
+    target: string,
+    met: boolean | null,
+    spread: number | null,
+  ): ResultRow => ({
+    benchmark: "sidecar-overhead",
+    figure: `${r.mode.name}: ${figure}`,
+    value,
+    unit: "ms",
+    baseline: baselineValue === null ? "—" : "direct call, same run",
+    baselineValue,
+    ratio: baselineValue ? value / baselineValue : null,
+    better: "lower",
+    target,
+    met,
+    spreadPct: spread,
+    repeats,
+  });
+  return [
+    row("direct p50", r.d.p50, null, "—", null, null),
+    row("direct p99", r.d.p99, null, "—", null, null),
+    row("decision only p50 (SDK → service)", r.g.p50, null, "—", null, null),
+    row("decision only p99 (SDK → service)", r.g.p99, null, "—", null, null),
+    row("through sidecar p50", r.s.p50, r.d.p50, "—", null, null),
+    row("through sidecar p99", r.s.p99, r.d.p99, "—", null, null),
+    row(
+      "added p50",
+      r.added.p50,
+      null,
+      `≤ ${TARGET_P50_MS} ms`,
+      r.added.p50 <= TARGET_P50_MS,
+      spreadPct(r.perRoundAdded.map((x) => x.p50)),
+    ),
+    row(
+      "added p99",
+      r.added.p99,
+      null,
+      `≤ ${TARGET_P99_MS} ms`,
+      r.added.p99 <= TARGET_P99_MS,
+      spreadPct(r.perRoundAdded.map((x) => x.p99)),
+    ),
+  ];
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 main().catch((err) => {
   console.error(err);

@@ -22,17 +22,20 @@ describe("bench/sidecar-overhead --quick", () => {
     const code = await new Promise<number | null>((resolve) => child.once("exit", resolve));
     expect(code, `${out}\n${err}`).toBe(0);
     const ms = "(\\d+\\.\\d{3}) ms";
-    const direct = new RegExp(`^direct: +p50 ${ms} +p99 ${ms} +\\(n=40\\)$`, "m").exec(out);
-    const sidecar = new RegExp(`^through sidecar: p50 ${ms} +p99 ${ms} +\\(n=40\\)$`, "m").exec(out);
-    const added = new RegExp(`^added: +p50 (-?\\d+\\.\\d{3}) ms .*p99 (-?\\d+\\.\\d{3}) ms`, "m").exec(out);
-    expect(direct, out).not.toBeNull();
-    expect(sidecar, out).not.toBeNull();
-    expect(added, out).not.toBeNull();
-    // added = through sidecar − direct, at each percentile
-    expect(Number(added![1])).toBeCloseTo(Number(sidecar![1]) - Number(direct![1]), 2);
-    expect(Number(added![2])).toBeCloseTo(Number(sidecar![2]) - Number(direct![2]), 2);
-    expect(out).toMatch(new RegExp(`^decision only: +p50 ${ms} +p99 ${ms} +\\(n=40;`, "m"));
+    for (const mode of ["paced", "back-to-back"]) {
+      const section = out.slice(out.indexOf(`== ${mode} `));
+      const line = (label: string) =>
+        new RegExp(`^${label}: +p50 ${ms} +p99 ${ms} +\\(n=20`, "m").exec(section);
+      const direct = line("direct");
+      const decision = line("decision only");
+      const sidecar = line("through sidecar");
+      const added = /^added: +p50 (-?\d+\.\d{3}) ms .*p99 (-?\d+\.\d{3}) ms/m.exec(section);
+      expect(direct && decision && sidecar && added, `${mode}:\n${out}`).toBeTruthy();
+      // added = through sidecar − direct, at each percentile
+      expect(Number(added![1])).toBeCloseTo(Number(sidecar![1]) - Number(direct![1]), 2);
+      expect(Number(added![2])).toBeCloseTo(Number(sidecar![2]) - Number(direct![2]), 2);
+    }
     expect(out).toMatch(/last chain: \d+ events recorded, every outcome bound/);
-    expect(out).toContain("| sidecar-overhead | added p50 |");
+    expect(out).toContain("| sidecar-overhead | paced: added p50 |");
   }, 300_000);
 });
