@@ -15,6 +15,7 @@ import { fromWire } from "../src/sdk/decision.js";
 import {
   Chain,
   type ChainConfig,
+  type EventOutcome,
   type PolicyDecision,
   type Receipt,
   ServiceClient,
@@ -39,14 +40,6 @@ export interface InvokeResult {
   result: UpstreamResult | null;
   /** Wall time of the upstream call in ms; 0 when not forwarded. */
   upstreamDurationMs: number;
-}
-
-/** Outcome of an allowed action, as reported to the service (EventOutcome, snake_case wire). */
-interface Outcome {
-  status: "success" | "error";
-  error_class: string | null;
-  duration_ms: number;
-  result_sha256: string | null;
 }
 
 interface ChainEntry {
@@ -227,7 +220,7 @@ export class Governor {
   }
 
   /** Reports an outcome in the background; completion of the chain waits for it. */
-  #report(entry: ChainEntry, decision: PolicyDecision, outcome: Outcome): void {
+  #report(entry: ChainEntry, decision: PolicyDecision, outcome: EventOutcome): void {
     const eventId = decision.eventId;
     if (!eventId) return; // fail mode allow: nothing was recorded to bind it to
     const chainId = entry.chain.chainId!;

@@ -15,14 +15,15 @@
  * one. Calls are sequential (one agent); the three kinds interleave in rounds so that drift hits
  * them alike; per-round figures give the spread. Two load patterns, both reported:
  *   paced         --gap-ms (10) idle between calls, as an agent that does its own work between
- *                 tool calls: the latency on one call's own path (its outcome report runs in
- *                 the gap);
+ *                 tool calls: a call's outcome report finishes in the gap, but every process
+ *                 wakes from idle for each hop (costly on a VM);
  *   back-to-back  each call right after the previous one: a sustained loop, where the previous
  *                 call's background outcome report competes with the next decision.
  *
  *   npx tsx bench/sidecar-overhead/run.ts [--calls 200] [--rounds 6] [--gap-ms 10] [--profile] [--quick]
  *
- * --quick: a few calls, for correctness (a test runs it); results are printed, not saved.
+ * --quick: a few calls, for correctness (a test runs it). Results go to bench/results/ (see
+ * bench/lib/report.ts) like every benchmark's.
  * --profile: runs the sidecar with --cpu-prof into bench/results/profiles/.
  */
 import { type ChildProcess, spawn } from "node:child_process";
@@ -40,14 +41,7 @@ import { Chain, createConfig } from "../../src/sdk/index.js";
 import { freePort } from "../../test/support/postgres.js";
 import { api, benchOrg, repoRoot, startDatabase, startServiceProcess } from "../lib/parts.js";
 import { progress, report } from "../lib/report.js";
-import {
-  latencyHistogram,
-  markdownTable,
-  median,
-  percentilesMs,
-  type ResultRow,
-  spreadPct,
-} from "../lib/stats.js";
+import { latencyHistogram, median, percentilesMs, type ResultRow, spreadPct } from "../lib/stats.js";
 
 const { values: args } = parseArgs({
   options: {
@@ -377,8 +371,7 @@ async function main() {
         median_round_added_p99_ms: median(r.perRoundAdded.map((x) => x.p99)),
       })),
     };
-    if (quick) process.stdout.write(`\n${markdownTable(rows)}\n`);
-    else report("sidecar-overhead", rows, extra);
+    report("sidecar-overhead", rows, { quick, ...extra });
   } finally {
     await stopAll();
   }
