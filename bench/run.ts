@@ -13,7 +13,9 @@ import { parseArgs } from "node:util";
 import { markdownTable, type ResultRow } from "./lib/stats.js";
 
 const here = path.dirname(fileURLToPath(import.meta.url));
-const { values } = parseArgs({ options: { quick: { type: "boolean", default: false }, only: { type: "string" } } });
+const { values } = parseArgs({
+  options: { quick: { type: "boolean", default: false }, only: { type: "string" } },
+});
 const all = readdirSync(here, { withFileTypes: true })
   .filter((d) => d.isDirectory() && existsSync(path.join(here, d.name, "run.ts")))
   .map((d) => d.name)
@@ -22,9 +24,13 @@ const selected = values.only ? values.only.split(",") : all;
 let failed = 0;
 for (const name of selected) {
   process.stderr.write(`\n== bench/${name}\n`);
-  const r = spawnSync(process.execPath, ["--import", "tsx", path.join(here, name, "run.ts"), ...(values.quick ? ["--quick"] : [])], {
-    stdio: "inherit",
-  });
+  const r = spawnSync(
+    process.execPath,
+    ["--import", "tsx", path.join(here, name, "run.ts"), ...(values.quick ? ["--quick"] : [])],
+    {
+      stdio: "inherit",
+    },
+  );
   if (r.status !== 0) {
     failed++;
     process.stderr.write(`bench/${name} failed with exit code ${r.status}\n`);

@@ -14,7 +14,9 @@ import { freePort, type PostgresCluster, startPostgres } from "../../test/suppor
 export const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
 
 /** Starts PostgreSQL and creates `databases` in it. */
-export async function startDatabase(databases: string[]): Promise<PostgresCluster & { urlOf(db: string): string }> {
+export async function startDatabase(
+  databases: string[],
+): Promise<PostgresCluster & { urlOf(db: string): string }> {
   const cluster = await startPostgres();
   const c = new pg.Client({ connectionString: cluster.url });
   await c.connect();
@@ -28,15 +30,41 @@ export async function startDatabase(databases: string[]): Promise<PostgresCluste
  * `seconds` long. Returns transactions per second (excluding connection time) and the
  * latency average in ms.
  */
-export function pgbenchInsert(cluster: PostgresCluster, db: string, clients: number, seconds: number): { tps: number; latencyMs: number } {
+export function pgbenchInsert(
+  cluster: PostgresCluster,
+  db: string,
+  clients: number,
+  seconds: number,
+): { tps: number; latencyMs: number } {
   const url = cluster.url.replace(/\/[^/]*$/, `/${db}`);
-  const c = execFileSync(path.join(cluster.binDir, "psql"), [url, "-qc", "CREATE TABLE IF NOT EXISTS bench_rows (id bigserial PRIMARY KEY, v double precision, at timestamptz DEFAULT now())"]);
+  const c = execFileSync(path.join(cluster.binDir, "psql"), [
+    url,
+    "-qc",
+    "CREATE TABLE IF NOT EXISTS bench_rows (id bigserial PRIMARY KEY, v double precision, at timestamptz DEFAULT now())",
+  ]);
   void c;
   const script = path.join(os.tmpdir(), `tg-pgbench-${process.pid}.sql`);
   writeFileSync(script, "INSERT INTO bench_rows (v) VALUES (random());\n");
   const out = execFileSync(
     path.join(cluster.binDir, "pgbench"),
-    ["-n", "-c", String(clients), "-j", String(Math.min(clients, 2)), "-T", String(seconds), "-f", script, "-h", "127.0.0.1", "-p", String(cluster.port), "-U", "postgres", db],
+    [
+      "-n",
+      "-c",
+      String(clients),
+      "-j",
+      String(Math.min(clients, 2)),
+      "-T",
+      String(seconds),
+      "-f",
+      script,
+      "-h",
+      "127.0.0.1",
+      "-p",
+      String(cluster.port),
+      "-U",
+      "postgres",
+      db,
+    ],
     { encoding: "utf8" },
   );
   const tps = Number(/tps = ([\d.]+) \(without initial connection time\)/.exec(out)?.[1]);
@@ -101,10 +129,14 @@ export async function startServiceProcess(
 }
 
 /** JSON request helper for benchmarks; throws on non-2xx. */
+// biome-ignore lint/suspicious/noExplicitAny: benchmark responses of many shapes
 export async function api(url: string, token: string, method: string, body?: unknown): Promise<any> {
   const r = await fetch(url, {
     method,
-    headers: { authorization: `Bearer ${token}`, ...(body !== undefined && { "content-type": "application/json" }) },
+    headers: {
+      authorization: `Bearer ${token}`,
+      ...(body !== undefined && { "content-type": "application/json" }),
+    },
     ...(body !== undefined && { body: JSON.stringify(body) }),
   });
   const text = await r.text();
@@ -117,6 +149,9 @@ export async function benchOrg(svc: ServiceProcess, slug: string): Promise<strin
   await api(`${svc.url}/v1/admin/organizations/${slug}`, svc.adminToken, "PUT", {
     runaway_limits: { max_events: 0, max_duration_seconds: 0, max_tokens: 0 },
   });
-  const key = await api(`${svc.url}/v1/admin/organizations/${slug}/api-keys`, svc.adminToken, "POST", { name: "bench", role: "client" });
+  const key = await api(`${svc.url}/v1/admin/organizations/${slug}/api-keys`, svc.adminToken, "POST", {
+    name: "bench",
+    role: "client",
+  });
   return key.api_key;
 }

@@ -12,7 +12,10 @@ const resultsDir = path.join(path.dirname(fileURLToPath(import.meta.url)), "..",
 export function report(name: string, rows: ResultRow[], extra: Record<string, unknown> = {}): void {
   mkdirSync(resultsDir, { recursive: true });
   const md = markdownTable(rows);
-  writeFileSync(path.join(resultsDir, `${name}.json`), `${JSON.stringify({ name, rows, ...extra }, null, 2)}\n`);
+  writeFileSync(
+    path.join(resultsDir, `${name}.json`),
+    `${JSON.stringify({ name, rows, ...extra }, null, 2)}\n`,
+  );
   writeFileSync(path.join(resultsDir, `${name}.md`), `${md}\n`);
   process.stdout.write(`\n${md}\n`);
 }

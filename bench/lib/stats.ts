@@ -6,7 +6,11 @@ import * as hdr from "hdr-histogram-js";
 
 /** A latency recorder in microseconds (1 µs .. 60 s, 3 significant digits). */
 export function latencyHistogram(): hdr.Histogram {
-  return hdr.build({ lowestDiscernibleValue: 1, highestTrackableValue: 60_000_000, numberOfSignificantValueDigits: 3 });
+  return hdr.build({
+    lowestDiscernibleValue: 1,
+    highestTrackableValue: 60_000_000,
+    numberOfSignificantValueDigits: 3,
+  });
 }
 
 /** p50/p99 in milliseconds of a histogram recorded in microseconds. */
@@ -49,11 +53,13 @@ export interface ResultRow {
   repeats: number;
 }
 
-const fmt = (n: number | null, digits = 2) => (n === null ? "—" : Number.isInteger(n) ? String(n) : n.toFixed(digits));
+const fmt = (n: number | null, digits = 2) =>
+  n === null ? "—" : Number.isInteger(n) ? String(n) : n.toFixed(digits);
 
 /** Markdown table of result rows. */
 export function markdownTable(rows: ResultRow[]): string {
-  const head = "| benchmark | figure | value | baseline (same run) | ratio | target | met | spread |\n| --- | --- | --- | --- | --- | --- | --- | --- |";
+  const head =
+    "| benchmark | figure | value | baseline (same run) | ratio | target | met | spread |\n| --- | --- | --- | --- | --- | --- | --- | --- |";
   const body = rows.map(
     (r) =>
       `| ${r.benchmark} | ${r.figure} | ${fmt(r.value)} ${r.unit} | ${r.baseline}${r.baselineValue === null ? "" : `: ${fmt(r.baselineValue)} ${r.unit}`} | ${fmt(r.ratio)} | ${r.target} | ${r.met === null ? "—" : r.met ? "yes" : "no"} | ${r.spreadPct === null ? "—" : `${fmt(r.spreadPct, 1)}%`} (n=${r.repeats}) |`,

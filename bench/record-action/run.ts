@@ -7,8 +7,8 @@
  *   npx tsx bench/record-action/run.ts [--clients 16,32] [--seconds 10] [--repeats 3] [--quick]
  */
 import { parseArgs } from "node:util";
-import { progress, report } from "../lib/report.js";
 import { api, benchOrg, pgbenchInsert, startDatabase, startServiceProcess } from "../lib/parts.js";
+import { progress, report } from "../lib/report.js";
 import { latencyHistogram, median, percentilesMs, type ResultRow, spreadPct } from "../lib/stats.js";
 
 const { values: args } = parseArgs({
@@ -32,7 +32,12 @@ async function load(url: string, key: string, clients: number, secs: number) {
   const chains = await Promise.all(
     Array.from({ length: clients }, () => api(`${url}/v1/chains`, key, "POST", { name: "bench-record" })),
   );
-  const body = JSON.stringify({ agent_name: "bench", action_type: "tool_call", action_name: "read_file", payload: { path: "/data/x.txt" } });
+  const body = JSON.stringify({
+    agent_name: "bench",
+    action_type: "tool_call",
+    action_name: "read_file",
+    payload: { path: "/data/x.txt" },
+  });
   const headers = { authorization: `Bearer ${key}`, "content-type": "application/json" };
   const start = performance.now();
   const end = start + secs * 1000;
@@ -67,7 +72,9 @@ async function main() {
         const base = pgbenchInsert(cluster, "pgbench", clients, seconds);
         const r = await load(svc.url, key, clients, seconds);
         runs.push({ tps: base.tps, rps: r.perSecond, p99: r.p99, p50: r.p50, errors: r.errors });
-        progress(`  ${clients} clients, run ${i + 1}: pgbench ${base.tps.toFixed(0)} tps; service ${r.perSecond.toFixed(0)} actions/s, p50 ${r.p50.toFixed(2)} ms, p99 ${r.p99.toFixed(2)} ms, errors ${r.errors}`);
+        progress(
+          `  ${clients} clients, run ${i + 1}: pgbench ${base.tps.toFixed(0)} tps; service ${r.perSecond.toFixed(0)} actions/s, p50 ${r.p50.toFixed(2)} ms, p99 ${r.p99.toFixed(2)} ms, errors ${r.errors}`,
+        );
       }
       const ratios = runs.map((r) => r.rps / r.tps);
       const rps = median(runs.map((r) => r.rps));
@@ -102,7 +109,8 @@ async function main() {
         spreadPct: spreadPct(runs.map((r) => r.p99)),
         repeats,
       });
-      if (runs.some((r) => r.errors > 0)) throw new Error(`record-action: ${runs.map((r) => r.errors).join(",")} failed requests`);
+      if (runs.some((r) => r.errors > 0))
+        throw new Error(`record-action: ${runs.map((r) => r.errors).join(",")} failed requests`);
     }
   } finally {
     await svc.stop();

@@ -4,7 +4,11 @@
  * database and a manual clock.
  */
 import Fastify, { type FastifyError, type FastifyInstance } from "fastify";
-import { hasZodFastifySchemaValidationErrors, serializerCompiler, validatorCompiler } from "fastify-type-provider-zod";
+import {
+  hasZodFastifySchemaValidationErrors,
+  serializerCompiler,
+  validatorCompiler,
+} from "fastify-type-provider-zod";
 import { authenticate, bearerOf } from "./auth.js";
 import { type Clock, systemClock } from "./clock.js";
 import type { ServiceContext } from "./context.js";
@@ -88,7 +92,8 @@ export async function buildService(opts: ServiceOptions): Promise<Service> {
   app.addHook("onRequest", async (req) => {
     const secret = bearerOf(req);
     req.principal = secret ? await authenticate(ctx.db, secret, ctx.adminToken, clock.nowMs()) : null;
-    if (secret && !req.principal) throw new ApiError(401, "TG_ERR_UNAUTHENTICATED", "The API key or session is invalid or revoked");
+    if (secret && !req.principal)
+      throw new ApiError(401, "TG_ERR_UNAUTHENTICATED", "The API key or session is invalid or revoked");
   });
 
   app.setErrorHandler((err: FastifyError | ApiError, req, reply) => {
@@ -113,7 +118,9 @@ export async function buildService(opts: ServiceOptions): Promise<Service> {
     return reply.code(status).send(errorBody(status, err.code ?? "TG_ERR_REQUEST", err.message));
   });
   app.setNotFoundHandler((req, reply) =>
-    reply.code(404).send(errorBody(404, "TG_ERR_NOT_FOUND", `Route ${req.method} ${req.url.split("?")[0]} not found`)),
+    reply
+      .code(404)
+      .send(errorBody(404, "TG_ERR_NOT_FOUND", `Route ${req.method} ${req.url.split("?")[0]} not found`)),
   );
 
   await app.register(healthRoutes, { isShuttingDown: () => shuttingDown });
@@ -132,7 +139,12 @@ export async function buildService(opts: ServiceOptions): Promise<Service> {
   };
   const scheduler =
     (opts.schedulerIntervalMs ?? 1000) > 0
-      ? new Scheduler(ctx.db, { clock, handlers: jobHandlers, intervalMs: opts.schedulerIntervalMs ?? 1000, log })
+      ? new Scheduler(ctx.db, {
+          clock,
+          handlers: jobHandlers,
+          intervalMs: opts.schedulerIntervalMs ?? 1000,
+          log,
+        })
       : null;
   scheduler?.start();
   const outbox =

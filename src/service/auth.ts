@@ -39,7 +39,9 @@ export function principalLabel(p: Principal): string {
 export function bearerOf(req: FastifyRequest): string | null {
   const h = req.headers.authorization;
   if (h?.startsWith("Bearer ")) return h.slice(7).trim();
-  const cookie = (req as FastifyRequest & { cookies?: Record<string, string | undefined> }).cookies?.[SESSION_COOKIE];
+  const cookie = (req as FastifyRequest & { cookies?: Record<string, string | undefined> }).cookies?.[
+    SESSION_COOKIE
+  ];
   return cookie ?? null;
 }
 
@@ -73,7 +75,14 @@ export async function authenticate(
 export async function createApiKey(
   q: Queryable,
   opts: { orgId: string; name: string; role: "client" | "admin"; nowMs: number },
-): Promise<{ key_id: string; api_key: string; prefix: string; name: string; role: string; created_at: string }> {
+): Promise<{
+  key_id: string;
+  api_key: string;
+  prefix: string;
+  name: string;
+  role: string;
+  created_at: string;
+}> {
   const apiKey = newSecret(API_KEY_PREFIX);
   const id = randomUUID();
   const prefix = apiKey.slice(0, 10);
@@ -82,7 +91,14 @@ export async function createApiKey(
     "INSERT INTO api_keys (id, org_id, name, role, prefix, key_hash, created_at) VALUES ($1,$2,$3,$4,$5,$6,$7)",
     [id, opts.orgId, opts.name, opts.role, prefix, hashSecret(apiKey), created],
   );
-  return { key_id: id, api_key: apiKey, prefix, name: opts.name, role: opts.role, created_at: created.toISOString() };
+  return {
+    key_id: id,
+    api_key: apiKey,
+    prefix,
+    name: opts.name,
+    role: opts.role,
+    created_at: created.toISOString(),
+  };
 }
 
 /**
@@ -106,7 +122,16 @@ export async function createUserSession(
   const expires = new Date(now + (opts.ttlSeconds ?? 8 * 3600) * 1000);
   await q.query(
     "INSERT INTO user_sessions (id, token_hash, org_id, email, display_name, roles, created_at, expires_at) VALUES ($1,$2,$3,$4,$5,$6,$7,$8)",
-    [id, hashSecret(token), opts.orgId, opts.email.toLowerCase(), member.display_name, member.roles, new Date(now), expires],
+    [
+      id,
+      hashSecret(token),
+      opts.orgId,
+      opts.email.toLowerCase(),
+      member.display_name,
+      member.roles,
+      new Date(now),
+      expires,
+    ],
   );
   return { session_id: id, token, roles: member.roles, expires_at: expires.toISOString() };
 }

@@ -55,7 +55,9 @@ export const serializers = {
 };
 
 /** Builds the service logger. `level` defaults to LOG_LEVEL or info. */
-export function createLogger(opts: { level?: string; name?: string; destination?: pino.DestinationStream } = {}): Logger {
+export function createLogger(
+  opts: { level?: string; name?: string; destination?: pino.DestinationStream } = {},
+): Logger {
   const options: LoggerOptions = {
     name: opts.name ?? "tollgate",
     level: opts.level ?? process.env.LOG_LEVEL ?? "info",

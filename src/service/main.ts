@@ -43,7 +43,10 @@ async function main(): Promise<void> {
   if (!config.oidc) log.warn("dashboard sign-in is off: set OIDC_ISSUER_URL or TOLLGATE_DEV_OIDC=true");
   await service.app.listen({ port: config.port, host: config.host });
   if (!process.env.TOLLGATE_ADMIN_TOKEN && !process.env.TOLLGATE_ADMIN_TOKEN_FILE) {
-    log.info({ file: path.join(config.dataDir, "admin-token") }, "service admin token (generated for development) is in this file");
+    log.info(
+      { file: path.join(config.dataDir, "admin-token") },
+      "service admin token (generated for development) is in this file",
+    );
   }
   let stopping = false;
   const shutdown = async (signal: string) => {

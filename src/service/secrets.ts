@@ -2,7 +2,14 @@
  * Key material derived from the master key (HKDF-SHA256), sealing of private keys at rest
  * (AES-256-GCM), and hashing of bearer secrets (API keys, sessions, public tokens) for storage.
  */
-import { createCipheriv, createDecipheriv, createHash, hkdfSync, randomBytes, timingSafeEqual } from "node:crypto";
+import {
+  createCipheriv,
+  createDecipheriv,
+  createHash,
+  hkdfSync,
+  randomBytes,
+  timingSafeEqual,
+} from "node:crypto";
 
 /** Purposes of derived keys; each gets an independent 32-byte key. */
 export type KeyPurpose = "receipt-hmac" | "key-sealing" | "approval-links" | "csrf" | "session";
@@ -27,7 +34,12 @@ export function seal(key: Buffer, plaintext: string): string {
   const iv = randomBytes(12);
   const cipher = createCipheriv("aes-256-gcm", key, iv);
   const ct = Buffer.concat([cipher.update(plaintext, "utf8"), cipher.final()]);
-  return ["v1", iv.toString("base64url"), cipher.getAuthTag().toString("base64url"), ct.toString("base64url")].join(".");
+  return [
+    "v1",
+    iv.toString("base64url"),
+    cipher.getAuthTag().toString("base64url"),
+    ct.toString("base64url"),
+  ].join(".");
 }
 
 /** Opens a value made by seal(); throws if it was altered or sealed under another key. */

@@ -34,7 +34,12 @@ describe("README: npm start and the curl walkthrough", () => {
     expect(pkg.scripts.start).toBe("tsx src/service/main.ts");
     proc = spawn(path.join(root, "node_modules/.bin/tsx"), ["src/service/main.ts"], {
       cwd: root,
-      env: { ...process.env, PORT: String(port), TOLLGATE_DATA_DIR: path.join(dir, ".tollgate"), LOG_LEVEL: "info" },
+      env: {
+        ...process.env,
+        PORT: String(port),
+        TOLLGATE_DATA_DIR: path.join(dir, ".tollgate"),
+        LOG_LEVEL: "info",
+      },
       stdio: ["ignore", "pipe", "pipe"],
     });
     proc.stdout!.on("data", (d) => (logs += d));

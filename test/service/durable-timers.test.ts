@@ -15,13 +15,17 @@ describe("durable timers", () => {
     org = await t.bootstrapOrg("timers");
     await t.call("PUT", "/v1/admin/organizations/timers/approver-teams/ops", {
       token: t.adminToken,
-      body: { approvers: [{ email: "a@timers.example" }], fallback_approvers: ["f1@timers.example", "f2@timers.example"] },
+      body: {
+        approvers: [{ email: "a@timers.example" }],
+        fallback_approvers: ["f1@timers.example", "f2@timers.example"],
+      },
     });
   });
   afterAll(async () => t?.close());
 
   const pending = async () => {
-    const c = (await t.call("POST", "/v1/chains", { token: org.clientKey, body: { name: "timer" } })).json().chain_id;
+    const c = (await t.call("POST", "/v1/chains", { token: org.clientKey, body: { name: "timer" } })).json()
+      .chain_id;
     const r = await t.call("POST", `/v1/chains/${c}/actions`, {
       token: org.clientKey,
       body: { agent_name: "p", action_type: "tool_call", action_name: "pay", payload: { amount_usd: 6000 } },
@@ -41,7 +45,9 @@ describe("durable timers", () => {
       defaultMetrics: false,
     });
     t.clock.advance(24 * 3600_000);
-    expect(await runDueJobs(t.service.ctx.db, { clock: t.clock, handlers: second.jobHandlers })).toBeGreaterThanOrEqual(2);
+    expect(
+      await runDueJobs(t.service.ctx.db, { clock: t.clock, handlers: second.jobHandlers }),
+    ).toBeGreaterThanOrEqual(2);
     const { rows } = await t.service.ctx.db.query("SELECT status FROM approvals WHERE id = $1", [approvalId]);
     expect(rows[0]!.status).toBe("timed_out");
     await second.close();
@@ -58,8 +64,15 @@ describe("durable timers", () => {
       defaultMetrics: false,
     });
     t.clock.advance(12 * 3600_000);
-    const poll = (handlers: typeof replica2.jobHandlers) => runDueJobs(t.service.ctx.db, { clock: t.clock, handlers, limit: 2 });
-    const runs = await Promise.all([poll(t.service.jobHandlers), poll(replica2.jobHandlers), poll(t.service.jobHandlers), poll(replica2.jobHandlers), poll(t.service.jobHandlers)]);
+    const poll = (handlers: typeof replica2.jobHandlers) =>
+      runDueJobs(t.service.ctx.db, { clock: t.clock, handlers, limit: 2 });
+    const runs = await Promise.all([
+      poll(t.service.jobHandlers),
+      poll(replica2.jobHandlers),
+      poll(t.service.jobHandlers),
+      poll(replica2.jobHandlers),
+      poll(t.service.jobHandlers),
+    ]);
     expect(runs.reduce((x, y) => x + y, 0)).toBe(5);
     const mails = await t.service.ctx.db.query(
       "SELECT payload->>'approval_id' AS id, recipient FROM outbox WHERE kind = 'approval_escalated' AND payload->>'approval_id' = ANY($1)",

@@ -16,7 +16,8 @@ describe("errors at the boundary", () => {
     t = await startTestService();
     a = await t.bootstrapOrg("org-a");
     b = await t.bootstrapOrg("org-b");
-    chainA = (await t.call("POST", "/v1/chains", { token: a.clientKey, body: { name: "a" } })).json().chain_id;
+    chainA = (await t.call("POST", "/v1/chains", { token: a.clientKey, body: { name: "a" } })).json()
+      .chain_id;
   });
   afterAll(async () => t?.close());
 
@@ -69,32 +70,71 @@ describe("errors at the boundary", () => {
     expect(wrong.statusCode).toBe(401);
     expect(wrong.json().code).toBe("TG_ERR_UNAUTHENTICATED");
     const made = (
-      await t.call("POST", "/v1/admin/organizations/org-a/api-keys", { token: t.adminToken, body: { name: "temp" } })
+      await t.call("POST", "/v1/admin/organizations/org-a/api-keys", {
+        token: t.adminToken,
+        body: { name: "temp" },
+      })
     ).json();
-    expect((await t.call("POST", "/v1/chains", { token: made.api_key, body: { name: "x" } })).statusCode).toBe(201);
-    await t.call("POST", `/v1/admin/organizations/org-a/api-keys/${made.key_id}/revoke`, { token: t.adminToken });
-    expect((await t.call("POST", "/v1/chains", { token: made.api_key, body: { name: "x" } })).statusCode).toBe(401);
+    expect(
+      (await t.call("POST", "/v1/chains", { token: made.api_key, body: { name: "x" } })).statusCode,
+    ).toBe(201);
+    await t.call("POST", `/v1/admin/organizations/org-a/api-keys/${made.key_id}/revoke`, {
+      token: t.adminToken,
+    });
+    expect(
+      (await t.call("POST", "/v1/chains", { token: made.api_key, body: { name: "x" } })).statusCode,
+    ).toBe(401);
   });
 
   it("the wrong role → 403", async () => {
     // a client key cannot decide approvals or use the admin API
-    const r = await t.call("POST", `/v1/approvals/${randomUUID()}/decision`, { token: a.clientKey, body: { decision: "approve" } });
+    const r = await t.call("POST", `/v1/approvals/${randomUUID()}/decision`, {
+      token: a.clientKey,
+      body: { decision: "approve" },
+    });
     expect(r.statusCode).toBe(403);
-    expect((await t.call("PUT", "/v1/admin/organizations/org-a/policies/p", { token: a.clientKey, body: { config: {} } })).statusCode).toBe(403);
+    expect(
+      (
+        await t.call("PUT", "/v1/admin/organizations/org-a/policies/p", {
+          token: a.clientKey,
+          body: { config: {} },
+        })
+      ).statusCode,
+    ).toBe(403);
     // a member session cannot decide
-    await t.call("PUT", "/v1/admin/organizations/org-a/members/mem@a.example", { token: t.adminToken, body: { roles: ["member"] } });
-    const s = await createUserSession(t.service.ctx.db, { orgId: a.orgId, email: "mem@a.example", clock: t.clock });
+    await t.call("PUT", "/v1/admin/organizations/org-a/members/mem@a.example", {
+      token: t.adminToken,
+      body: { roles: ["member"] },
+    });
+    const s = await createUserSession(t.service.ctx.db, {
+      orgId: a.orgId,
+      email: "mem@a.example",
+      clock: t.clock,
+    });
     const pay = (
       await t.call("POST", `/v1/chains/${chainA}/actions`, {
         token: a.clientKey,
-        body: { agent_name: "p", action_type: "tool_call", action_name: "pay", payload: { amount_usd: 6000 } },
+        body: {
+          agent_name: "p",
+          action_type: "tool_call",
+          action_name: "pay",
+          payload: { amount_usd: 6000 },
+        },
       })
     ).json();
-    const m = await t.call("POST", `/v1/approvals/${pay.approval_id}/decision`, { token: s.token, body: { decision: "approve" } });
+    const m = await t.call("POST", `/v1/approvals/${pay.approval_id}/decision`, {
+      token: s.token,
+      body: { decision: "approve" },
+    });
     expect(m.statusCode).toBe(403);
     // only the service admin deletes organizations
-    expect((await t.call("DELETE", "/v1/admin/organizations/org-a", { token: a.adminKey })).statusCode).toBe(403);
-    await t.call("POST", `/v1/approvals/${pay.approval_id}/decision`, { token: a.adminKey, body: { decision: "deny" } });
+    expect((await t.call("DELETE", "/v1/admin/organizations/org-a", { token: a.adminKey })).statusCode).toBe(
+      403,
+    );
+    await t.call("POST", `/v1/approvals/${pay.approval_id}/decision`, {
+      token: a.adminKey,
+      body: { decision: "deny" },
+    });
   });
 
   it("another organization's ids are 404, never 403", async () => {
@@ -104,18 +144,35 @@ describe("errors at the boundary", () => {
       body: { agent_name: "x", action_type: "tool_call", action_name: "y" },
     });
     expect(rec.statusCode).toBe(404);
-    expect((await t.call("GET", `/v1/chains/${chainA}/approval-status`, { token: b.clientKey })).statusCode).toBe(404);
-    expect((await t.call("POST", `/v1/chains/${chainA}/complete`, { token: b.clientKey })).statusCode).toBe(404);
+    expect(
+      (await t.call("GET", `/v1/chains/${chainA}/approval-status`, { token: b.clientKey })).statusCode,
+    ).toBe(404);
+    expect((await t.call("POST", `/v1/chains/${chainA}/complete`, { token: b.clientKey })).statusCode).toBe(
+      404,
+    );
     const pay = (
       await t.call("POST", `/v1/chains/${chainA}/actions`, {
         token: a.clientKey,
-        body: { agent_name: "p", action_type: "tool_call", action_name: "pay", payload: { amount_usd: 6000 } },
+        body: {
+          agent_name: "p",
+          action_type: "tool_call",
+          action_name: "pay",
+          payload: { amount_usd: 6000 },
+        },
       })
     ).json();
-    const probe = await t.call("POST", `/v1/approvals/${pay.approval_id}/decision`, { token: b.adminKey, body: { decision: "approve" } });
+    const probe = await t.call("POST", `/v1/approvals/${pay.approval_id}/decision`, {
+      token: b.adminKey,
+      body: { decision: "approve" },
+    });
     expect(probe.statusCode).toBe(404);
-    expect((await t.call("GET", "/v1/admin/organizations/org-a", { token: b.adminKey })).statusCode).toBe(404);
-    await t.call("POST", `/v1/approvals/${pay.approval_id}/decision`, { token: a.adminKey, body: { decision: "deny" } });
+    expect((await t.call("GET", "/v1/admin/organizations/org-a", { token: b.adminKey })).statusCode).toBe(
+      404,
+    );
+    await t.call("POST", `/v1/approvals/${pay.approval_id}/decision`, {
+      token: a.adminKey,
+      body: { decision: "deny" },
+    });
   });
 
   it("an unknown route is a 404 in the same error shape", async () => {
@@ -125,7 +182,8 @@ describe("errors at the boundary", () => {
   });
 
   it("a completed chain refuses actions with 409 and records nothing", async () => {
-    const c = (await t.call("POST", "/v1/chains", { token: a.clientKey, body: { name: "sealed" } })).json().chain_id;
+    const c = (await t.call("POST", "/v1/chains", { token: a.clientKey, body: { name: "sealed" } })).json()
+      .chain_id;
     await t.call("POST", `/v1/chains/${c}/complete`, { token: a.clientKey });
     const before = await count("chain_events");
     const r = await t.call("POST", `/v1/chains/${c}/actions`, {
@@ -137,7 +195,8 @@ describe("errors at the boundary", () => {
   });
 
   it("a failure inside a write rolls the whole transaction back", async () => {
-    const c = (await t.call("POST", "/v1/chains", { token: a.clientKey, body: { name: "rollback" } })).json().chain_id;
+    const c = (await t.call("POST", "/v1/chains", { token: a.clientKey, body: { name: "rollback" } })).json()
+      .chain_id;
     const events = await count("chain_events");
     const approvals = await count("approvals");
     const jobs = await count("jobs");
@@ -146,10 +205,20 @@ describe("errors at the boundary", () => {
     try {
       const r = await t.call("POST", `/v1/chains/${c}/actions`, {
         token: a.clientKey,
-        body: { agent_name: "p", action_type: "tool_call", action_name: "pay", payload: { amount_usd: 9000 } },
+        body: {
+          agent_name: "p",
+          action_type: "tool_call",
+          action_name: "pay",
+          payload: { amount_usd: 9000 },
+        },
       });
       expect(r.statusCode).toBe(500);
-      expect(r.json()).toEqual({ statusCode: 500, code: "TG_ERR_INTERNAL", error: "Internal Server Error", message: "Internal error" });
+      expect(r.json()).toEqual({
+        statusCode: 500,
+        code: "TG_ERR_INTERNAL",
+        error: "Internal Server Error",
+        message: "Internal error",
+      });
     } finally {
       await t.service.ctx.db.query("ALTER TABLE approvals DROP CONSTRAINT test_reject");
     }

@@ -4,9 +4,9 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { canonicalJson } from "../../src/receipts/canonical.js";
+import type { SignedReceipt } from "../../src/receipts/schema.js";
 import { receiptHash, verifyHmac } from "../../src/receipts/sign.js";
 import { verifyReceiptChain } from "../../src/receipts/verify.js";
-import type { SignedReceipt } from "../../src/receipts/schema.js";
 import { startTestService, type TestService } from "../support/service.js";
 
 describe("receipts", () => {
@@ -19,14 +19,30 @@ describe("receipts", () => {
   afterAll(async () => t?.close());
 
   const runChain = async (name: string) => {
-    const c = (await t.call("POST", "/v1/chains", { token: org.clientKey, body: { name, metadata: { ticket: "T-1" } } })).json();
+    const c = (
+      await t.call("POST", "/v1/chains", {
+        token: org.clientKey,
+        body: { name, metadata: { ticket: "T-1" } },
+      })
+    ).json();
     await t.call("POST", `/v1/chains/${c.chain_id}/actions`, {
       token: org.clientKey,
-      body: { agent_name: "planner", action_type: "llm_call", action_name: "plan", payload: { model: "m", input_tokens: 10 } },
+      body: {
+        agent_name: "planner",
+        action_type: "llm_call",
+        action_name: "plan",
+        payload: { model: "m", input_tokens: 10 },
+      },
     });
     await t.call("POST", `/v1/chains/${c.chain_id}/actions`, {
       token: org.clientKey,
-      body: { agent_name: "worker", parent_agent_name: "planner", action_type: "tool_call", action_name: "update", payload: { record_count: 5, amount_usd: 120 } },
+      body: {
+        agent_name: "worker",
+        parent_agent_name: "planner",
+        action_type: "tool_call",
+        action_name: "update",
+        payload: { record_count: 5, amount_usd: 120 },
+      },
     });
     return c.chain_id as string;
   };
@@ -44,7 +60,12 @@ describe("receipts", () => {
       total_actions: 2,
       metadata: { ticket: "T-1" },
       previous_receipt_hash: null,
-      cumulative_metrics: { financial_exposure_usd: 120, records_modified_count: 5, external_communications_count: 0, external_domains_contacted: [] },
+      cumulative_metrics: {
+        financial_exposure_usd: 120,
+        records_modified_count: 5,
+        external_communications_count: 0,
+        external_domains_contacted: [],
+      },
     });
     expect(r1.receipt_number).toMatch(/^PR-\d{4}-00001$/);
     expect(r1.signature).toMatch(/^hmac-sha256:[0-9a-f]{64}$/);
@@ -61,12 +82,14 @@ describe("receipts", () => {
     expect(r2.previous_receipt_hash).toBe(receiptHash(r1));
     // the stored row is the canonical JSON of exactly what the API returned
     const row = await t.service.ctx.db.query("SELECT body FROM receipts WHERE chain_id = $1", [b]);
-    expect(row.rows[0].body).toBe(canonicalJson(r2));
+    expect(row.rows[0]!.body).toBe(canonicalJson(r2));
   });
 
   it("50 concurrent completions in one organization leave one unbroken chain with contiguous numbers", async () => {
     const chains = await Promise.all(Array.from({ length: 50 }, (_, i) => runChain(`concurrent-${i}`)));
-    const results = await Promise.all(chains.map((c) => t.call("POST", `/v1/chains/${c}/complete`, { token: org.clientKey })));
+    const results = await Promise.all(
+      chains.map((c) => t.call("POST", `/v1/chains/${c}/complete`, { token: org.clientKey })),
+    );
     for (const r of results) expect(r.statusCode, r.body).toBe(200);
     const { rows } = await t.service.ctx.db.query(
       "SELECT body, sequence FROM receipts WHERE org_id = $1 ORDER BY sequence",

@@ -16,13 +16,23 @@ describe("service smoke", () => {
     const chainId = c.json().chain_id;
     const a = await t.call("POST", `/v1/chains/${chainId}/actions`, {
       token: org.clientKey,
-      body: { agent_name: "reader", action_type: "tool_call", action_name: "read_file", payload: { path: "/x" } },
+      body: {
+        agent_name: "reader",
+        action_type: "tool_call",
+        action_name: "read_file",
+        payload: { path: "/x" },
+      },
     });
     expect(a.statusCode, a.body).toBe(200);
     expect(a.json().policy_decision).toBe("allow");
     const pay = await t.call("POST", `/v1/chains/${chainId}/actions`, {
       token: org.clientKey,
-      body: { agent_name: "payer", action_type: "tool_call", action_name: "pay", payload: { amount_usd: 7500 } },
+      body: {
+        agent_name: "payer",
+        action_type: "tool_call",
+        action_name: "pay",
+        payload: { amount_usd: 7500 },
+      },
     });
     expect(pay.json().policy_decision, pay.body).toBe("require_approval");
     const approvalId = pay.json().approval_id;
@@ -58,7 +68,9 @@ describe("policy configuration layering", () => {
   it("a chain override changes only the keys it sets", async () => {
     await t.call("PUT", "/v1/admin/organizations/layers/policies/base", {
       token: t.adminToken,
-      body: { config: { external_domains_allowlist: ["partner.example"], financial_approval_threshold_usd: 100 } },
+      body: {
+        config: { external_domains_allowlist: ["partner.example"], financial_approval_threshold_usd: 100 },
+      },
     });
     const c = await t.call("POST", "/v1/chains", {
       token: org.clientKey,

@@ -31,13 +31,20 @@ describe("states and transitions", () => {
   });
   afterAll(async () => t?.close());
   beforeEach(async () => {
-    chainId = (await t.call("POST", "/v1/chains", { token: org.clientKey, body: { name: "transitions" } })).json().chain_id;
+    chainId = (
+      await t.call("POST", "/v1/chains", { token: org.clientKey, body: { name: "transitions" } })
+    ).json().chain_id;
   });
 
   it("enter chain context: the chain exists with its id, environment defaults to production", async () => {
     const c = await t.call("GET", `/v1/chains/${chainId}`, { token: org.clientKey });
     expect(c.statusCode).toBe(200);
-    expect(c.json()).toMatchObject({ chain_id: chainId, status: "open", environment: "production", events: [] });
+    expect(c.json()).toMatchObject({
+      chain_id: chainId,
+      status: "open",
+      environment: "production",
+      events: [],
+    });
   });
 
   it("policy allows → the decision is returned and recorded", async () => {
@@ -52,8 +59,14 @@ describe("states and transitions", () => {
     const r = (await record({ amount_usd: 7500 })).json();
     expect(r.policy_decision).toBe("require_approval");
     expect(r.chain_status).toBe("pending_approval");
-    expect((await status()).json()).toMatchObject({ chain_status: "pending_approval", approval: { status: "pending" } });
-    const mails = await t.service.ctx.db.query("SELECT recipient, kind FROM outbox WHERE payload->>'approval_id' = $1", [r.approval_id]);
+    expect((await status()).json()).toMatchObject({
+      chain_status: "pending_approval",
+      approval: { status: "pending" },
+    });
+    const mails = await t.service.ctx.db.query(
+      "SELECT recipient, kind FROM outbox WHERE payload->>'approval_id' = $1",
+      [r.approval_id],
+    );
     expect(mails.rows).toEqual([{ recipient: "alice@example.com", kind: "approval_requested" }]);
     const blocked = await record({ amount_usd: 1 });
     expect(blocked.statusCode).toBe(409);
@@ -67,7 +80,10 @@ describe("states and transitions", () => {
     const s = (await status()).json();
     expect(s.chain_status).toBe("open");
     expect(s.approval).toMatchObject({ status: "approved", decided_by: "api-key:admin-key", notes: "ok" });
-    expect(s.approval.decision).toMatchObject({ policy_decision: "allow", decision_source: "human_approval" });
+    expect(s.approval.decision).toMatchObject({
+      policy_decision: "allow",
+      decision_source: "human_approval",
+    });
     expect((await record({ amount_usd: 1 })).json().policy_decision).toBe("allow");
   });
 
@@ -119,7 +135,11 @@ describe("states and transitions", () => {
   it("a missed timer still times out on read", async () => {
     const r = (await record({ amount_usd: 7500 })).json();
     t.clock.advance(25 * HOUR);
-    const s = (await t.call("GET", `/v1/chains/${chainId}/approval-status?approval_id=${r.approval_id}`, { token: org.clientKey })).json();
+    const s = (
+      await t.call("GET", `/v1/chains/${chainId}/approval-status?approval_id=${r.approval_id}`, {
+        token: org.clientKey,
+      })
+    ).json();
     expect(s.approval.status).toBe("timed_out");
   });
 
@@ -131,19 +151,25 @@ describe("states and transitions", () => {
     const s = (await status()).json();
     expect(s.approval.exception).toMatchObject({ duration: "1d" });
     // a new chain: same agent, type and domain → covered by the exception
-    chainId = (await t.call("POST", "/v1/chains", { token: org.clientKey, body: { name: "later" } })).json().chain_id;
+    chainId = (await t.call("POST", "/v1/chains", { token: org.clientKey, body: { name: "later" } })).json()
+      .chain_id;
     const covered = (await record(mail, { agent_name: "mailer", action_name: "send_email" })).json();
     expect(covered.policy_decision).toBe("allow_with_flag");
     expect(covered.exception_id).toBe(s.approval.exception.exception_id);
     const ev = (await t.call("GET", `/v1/chains/${chainId}`, { token: org.clientKey })).json().events[0];
     expect(ev.exception_id).toBe(s.approval.exception.exception_id);
     // another domain is not covered
-    chainId = (await t.call("POST", "/v1/chains", { token: org.clientKey, body: { name: "other-domain" } })).json().chain_id;
-    const other = (await record({ to: "x@else.example" }, { agent_name: "mailer", action_name: "send_email" })).json();
+    chainId = (
+      await t.call("POST", "/v1/chains", { token: org.clientKey, body: { name: "other-domain" } })
+    ).json().chain_id;
+    const other = (
+      await record({ to: "x@else.example" }, { agent_name: "mailer", action_name: "send_email" })
+    ).json();
     expect(other.policy_decision).toBe("require_approval");
     // after expiry the original scope requires approval again
     t.clock.advance(24 * HOUR + 1);
-    chainId = (await t.call("POST", "/v1/chains", { token: org.clientKey, body: { name: "expired" } })).json().chain_id;
+    chainId = (await t.call("POST", "/v1/chains", { token: org.clientKey, body: { name: "expired" } })).json()
+      .chain_id;
     const expired = (await record(mail, { agent_name: "mailer", action_name: "send_email" })).json();
     expect(expired.policy_decision).toBe("require_approval");
     expect(expired.exception_id).toBeNull();
@@ -201,7 +227,8 @@ describe("organization controls and runaway limits", () => {
   afterAll(async () => t?.close());
 
   const newChain = async () =>
-    (await t.call("POST", "/v1/chains", { token: org.clientKey, body: { name: "controls" } })).json().chain_id as string;
+    (await t.call("POST", "/v1/chains", { token: org.clientKey, body: { name: "controls" } })).json()
+      .chain_id as string;
   const act = (chainId: string) =>
     t.call("POST", `/v1/chains/${chainId}/actions`, {
       token: org.clientKey,
@@ -209,47 +236,84 @@ describe("organization controls and runaway limits", () => {
     });
 
   it("kill switch → deny with kill_switch_active", async () => {
-    await t.call("POST", "/v1/admin/organizations/controls/kill-switch", { token: org.adminKey, body: { active: true, reason: "incident 42" } });
+    await t.call("POST", "/v1/admin/organizations/controls/kill-switch", {
+      token: org.adminKey,
+      body: { active: true, reason: "incident 42" },
+    });
     const d = (await act(await newChain())).json();
-    expect(d).toMatchObject({ policy_decision: "deny", kill_switch_active: true, decision_reason: "incident 42" });
-    await t.call("POST", "/v1/admin/organizations/controls/kill-switch", { token: org.adminKey, body: { active: false } });
+    expect(d).toMatchObject({
+      policy_decision: "deny",
+      kill_switch_active: true,
+      decision_reason: "incident 42",
+    });
+    await t.call("POST", "/v1/admin/organizations/controls/kill-switch", {
+      token: org.adminKey,
+      body: { active: false },
+    });
     expect((await act(await newChain())).json().policy_decision).toBe("allow");
   });
 
   it("pause → deny with pause_reason", async () => {
-    await t.call("POST", "/v1/admin/organizations/controls/pause", { token: org.adminKey, body: { active: true, reason: "audit" } });
+    await t.call("POST", "/v1/admin/organizations/controls/pause", {
+      token: org.adminKey,
+      body: { active: true, reason: "audit" },
+    });
     const d = (await act(await newChain())).json();
     expect(d).toMatchObject({ policy_decision: "deny", pause_reason: "audit" });
-    await t.call("POST", "/v1/admin/organizations/controls/pause", { token: org.adminKey, body: { active: false } });
+    await t.call("POST", "/v1/admin/organizations/controls/pause", {
+      token: org.adminKey,
+      body: { active: false },
+    });
   });
 
   it("event-count limit → auto-pause: auto_paused on the decision, the chain halts", async () => {
     const c = await newChain();
     for (let i = 0; i < 3; i++) expect((await act(c)).json().policy_decision).toBe("allow");
     const d = (await act(c)).json();
-    expect(d).toMatchObject({ policy_decision: "deny", auto_paused: true, policy_name: "runaway_limits", chain_status: "paused" });
+    expect(d).toMatchObject({
+      policy_decision: "deny",
+      auto_paused: true,
+      policy_name: "runaway_limits",
+      chain_status: "paused",
+    });
     const after = await act(c);
     expect(after.statusCode).toBe(409);
     expect(after.json().code).toBe("TG_ERR_CHAIN_PAUSED");
   });
 
   it("duration limit → auto-pause", async () => {
-    await t.call("PUT", "/v1/admin/organizations/controls", { token: t.adminToken, body: { runaway_limits: { max_duration_seconds: 60 } } });
+    await t.call("PUT", "/v1/admin/organizations/controls", {
+      token: t.adminToken,
+      body: { runaway_limits: { max_duration_seconds: 60 } },
+    });
     const c = await newChain();
     t.clock.advance(61_000);
     expect((await act(c)).json()).toMatchObject({ auto_paused: true });
   });
 
   it("shadow mode reports what enforce would have done", async () => {
-    await t.call("PUT", "/v1/admin/organizations/controls", { token: t.adminToken, body: { evaluation_mode: "shadow" } });
+    await t.call("PUT", "/v1/admin/organizations/controls", {
+      token: t.adminToken,
+      body: { evaluation_mode: "shadow" },
+    });
     const c = await newChain();
     const d = (
       await t.call("POST", `/v1/chains/${c}/actions`, {
         token: org.clientKey,
-        body: { agent_name: "a", action_type: "tool_call", action_name: "pay", payload: { amount_usd: 9000 } },
+        body: {
+          agent_name: "a",
+          action_type: "tool_call",
+          action_name: "pay",
+          payload: { amount_usd: 9000 },
+        },
       })
     ).json();
-    expect(d).toMatchObject({ policy_decision: "allow_with_flag", shadow_decision: "require_approval", evaluation_mode: "shadow", approval_id: null });
+    expect(d).toMatchObject({
+      policy_decision: "allow_with_flag",
+      shadow_decision: "require_approval",
+      evaluation_mode: "shadow",
+      approval_id: null,
+    });
   });
 });
 
@@ -258,18 +322,29 @@ describe("late decisions", () => {
     const t = await startTestService();
     try {
       const org = await t.bootstrapOrg("late");
-      const c = (await t.call("POST", "/v1/chains", { token: org.clientKey, body: { name: "late" } })).json().chain_id;
+      const c = (await t.call("POST", "/v1/chains", { token: org.clientKey, body: { name: "late" } })).json()
+        .chain_id;
       const r = (
         await t.call("POST", `/v1/chains/${c}/actions`, {
           token: org.clientKey,
-          body: { agent_name: "p", action_type: "tool_call", action_name: "pay", payload: { amount_usd: 6000 } },
+          body: {
+            agent_name: "p",
+            action_type: "tool_call",
+            action_name: "pay",
+            payload: { amount_usd: 6000 },
+          },
         })
       ).json();
       t.clock.advance(25 * HOUR);
-      const late = await t.call("POST", `/v1/approvals/${r.approval_id}/decision`, { token: org.adminKey, body: { decision: "approve" } });
+      const late = await t.call("POST", `/v1/approvals/${r.approval_id}/decision`, {
+        token: org.adminKey,
+        body: { decision: "approve" },
+      });
       expect(late.statusCode).toBe(409);
       expect(late.json().details.status).toBe("timed_out");
-      const { rows } = await t.service.ctx.db.query("SELECT status FROM approvals WHERE id = $1", [r.approval_id]);
+      const { rows } = await t.service.ctx.db.query("SELECT status FROM approvals WHERE id = $1", [
+        r.approval_id,
+      ]);
       expect(rows[0]!.status).toBe("timed_out");
     } finally {
       await t.close();

@@ -14,12 +14,15 @@ import { type Database, openPglite, openPostgres } from "../../src/service/db/po
 /** Which backend this project runs against. */
 export const backend = (): "postgres" | "pglite" => {
   const b = process.env.TOLLGATE_TEST_DB;
-  if (b !== "postgres" && b !== "pglite") throw new Error("TOLLGATE_TEST_DB must be postgres or pglite (set by vitest.config.ts)");
+  if (b !== "postgres" && b !== "pglite")
+    throw new Error("TOLLGATE_TEST_DB must be postgres or pglite (set by vitest.config.ts)");
   return b;
 };
 
 /** Opens a fresh migrated database; `close` drops it. */
-export async function freshDatabase(opts: { poolMax?: number } = {}): Promise<{ db: Database; url?: string; close(): Promise<void> }> {
+export async function freshDatabase(
+  opts: { poolMax?: number } = {},
+): Promise<{ db: Database; url?: string; close(): Promise<void> }> {
   if (backend() === "pglite") {
     const dir = mkdtempSync(path.join(os.tmpdir(), "tg-pglite-"));
     const db = await openPglite({ dataDir: null, socketDir: dir });

@@ -4,7 +4,7 @@
  * when the server binaries are missing (CI must install Debian's postgresql package).
  */
 import { execFileSync, spawn } from "node:child_process";
-import { existsSync, mkdtempSync, readdirSync, rmSync, chmodSync } from "node:fs";
+import { chmodSync, existsSync, mkdtempSync, readdirSync, rmSync } from "node:fs";
 import { createServer } from "node:net";
 import os from "node:os";
 import path from "node:path";
@@ -21,7 +21,11 @@ export interface PostgresCluster {
 export function postgresBinDir(): string {
   if (process.env.PG_BIN_DIR) return process.env.PG_BIN_DIR;
   const root = "/usr/lib/postgresql";
-  const versions = existsSync(root) ? readdirSync(root).filter((v) => /^\d+$/.test(v)).sort((a, b) => Number(b) - Number(a)) : [];
+  const versions = existsSync(root)
+    ? readdirSync(root)
+        .filter((v) => /^\d+$/.test(v))
+        .sort((a, b) => Number(b) - Number(a))
+    : [];
   for (const v of versions) {
     const bin = path.join(root, v, "bin");
     if (existsSync(path.join(bin, "initdb"))) return bin;
@@ -51,13 +55,38 @@ export async function startPostgres(): Promise<PostgresCluster> {
   const dataDir = path.join(dir, "data");
   const asRoot = process.getuid?.() === 0;
   const run = (cmd: string, args: string[]) =>
-    asRoot ? ["runuser", ["-u", "postgres", "--", path.join(binDir, cmd), ...args]] as const : [path.join(binDir, cmd), args] as const;
-  const [initCmd, initArgs] = run("initdb", ["-D", dataDir, "-U", "postgres", "--auth=trust", "-E", "UTF8", "--no-sync"]);
+    asRoot
+      ? (["runuser", ["-u", "postgres", "--", path.join(binDir, cmd), ...args]] as const)
+      : ([path.join(binDir, cmd), args] as const);
+  const [initCmd, initArgs] = run("initdb", [
+    "-D",
+    dataDir,
+    "-U",
+    "postgres",
+    "--auth=trust",
+    "-E",
+    "UTF8",
+    "--no-sync",
+  ]);
   execFileSync(initCmd, [...initArgs], { stdio: "pipe" });
   const port = await freePort();
   const [cmd, args] = run("postgres", [
-    "-D", dataDir, "-p", String(port), "-c", "listen_addresses=127.0.0.1", "-c", `unix_socket_directories=${dir}`,
-    "-c", "fsync=off", "-c", "synchronous_commit=off", "-c", "full_page_writes=off", "-c", "max_connections=300",
+    "-D",
+    dataDir,
+    "-p",
+    String(port),
+    "-c",
+    "listen_addresses=127.0.0.1",
+    "-c",
+    `unix_socket_directories=${dir}`,
+    "-c",
+    "fsync=off",
+    "-c",
+    "synchronous_commit=off",
+    "-c",
+    "full_page_writes=off",
+    "-c",
+    "max_connections=300",
   ]);
   const child = spawn(cmd, [...args], { stdio: ["ignore", "ignore", "pipe"] });
   let stderr = "";
@@ -75,7 +104,8 @@ export async function startPostgres(): Promise<PostgresCluster> {
       await c.end();
       break;
     } catch {
-      if (Date.now() > deadline) throw new Error(`PostgreSQL did not accept connections within 30 s:\n${stderr}`);
+      if (Date.now() > deadline)
+        throw new Error(`PostgreSQL did not accept connections within 30 s:\n${stderr}`);
       await new Promise((r) => setTimeout(r, 100));
     }
   }

@@ -17,16 +17,25 @@ export interface TestService {
   /** Base URL when started with listen: true. */
   url: string;
   /** Calls the API in-process; `token` is a bearer secret (default: none). */
-  call(method: string, url: string, opts?: { token?: string; body?: unknown }): Promise<LightMyRequestResponse>;
+  call(
+    method: string,
+    url: string,
+    opts?: { token?: string; body?: unknown },
+  ): Promise<LightMyRequestResponse>;
   /** Creates an organization with a client and an admin API key. */
-  bootstrapOrg(slug: string, spec?: Record<string, unknown>): Promise<{ slug: string; orgId: string; clientKey: string; adminKey: string }>;
+  bootstrapOrg(
+    slug: string,
+    spec?: Record<string, unknown>,
+  ): Promise<{ slug: string; orgId: string; clientKey: string; adminKey: string }>;
   /** Runs durable jobs that are due at the clock's current time. */
   runJobs(): Promise<number>;
   close(): Promise<void>;
 }
 
 /** Starts a test service; `listen` also serves it on a loopback port for real HTTP clients. */
-export async function startTestService(opts: { listen?: boolean; poolMax?: number } = {}): Promise<TestService> {
+export async function startTestService(
+  opts: { listen?: boolean; poolMax?: number } = {},
+): Promise<TestService> {
   const database = await freshDatabase({ poolMax: opts.poolMax });
   const clock = new ManualClock();
   const adminToken = `tga_${randomBytes(32).toString("base64url")}`;

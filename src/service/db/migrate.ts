@@ -19,7 +19,9 @@ export async function migrate(db: Database): Promise<number[]> {
       "CREATE TABLE IF NOT EXISTS schema_migrations (version int PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())",
     );
     const done = new Set(
-      (await q.query<{ version: number }>("SELECT version FROM schema_migrations")).rows.map((r) => r.version),
+      (await q.query<{ version: number }>("SELECT version FROM schema_migrations")).rows.map(
+        (r) => r.version,
+      ),
     );
     const applied: number[] = [];
     for (const file of files) {

@@ -9,7 +9,10 @@ import pg from "pg";
 
 /** A query runner: the pool, or one client inside a transaction. */
 export interface Queryable {
-  query<R extends pg.QueryResultRow = pg.QueryResultRow>(text: string, values?: unknown[]): Promise<pg.QueryResult<R>>;
+  query<R extends pg.QueryResultRow = pg.QueryResultRow>(
+    text: string,
+    values?: unknown[],
+  ): Promise<pg.QueryResult<R>>;
 }
 
 /** An open database with transactions. */
@@ -85,7 +88,11 @@ export async function openPglite(opts: { dataDir: string | null; socketDir: stri
   const db = opts.dataDir ? await PGlite.create(opts.dataDir) : await PGlite.create();
   const max = 1;
   const port = 5432;
-  const server = new PGLiteSocketServer({ db, path: path.join(opts.socketDir, `.s.PGSQL.${port}`), maxConnections: 2 });
+  const server = new PGLiteSocketServer({
+    db,
+    path: path.join(opts.socketDir, `.s.PGSQL.${port}`),
+    maxConnections: 2,
+  });
   await server.start();
   const pool = new pg.Pool({ host: opts.socketDir, port, user: "postgres", database: "postgres", max });
   pool.on("error", () => {});

@@ -10,7 +10,7 @@ import type { Clock } from "../clock.js";
 import type { Database, Queryable } from "../db/pool.js";
 import { conflict, notFound } from "../errors.js";
 import { signApprovalResolution } from "./approval-attestation.js";
-import { cumulativeMetrics, metricsUpdateSql, metricsUpdateValues, type ChainRow } from "./chains.js";
+import { type ChainRow, cumulativeMetrics, metricsUpdateSql, metricsUpdateValues } from "./chains.js";
 import { enqueueJob } from "./jobs.js";
 import type { SigningKey, SigningKeys } from "./keys.js";
 import { approverRecipients } from "./orgs.js";
@@ -158,10 +158,20 @@ async function resolve(
   await q.query(
     `UPDATE approvals SET status = $2, final_decision = $3, decided_by = $4, notes = $5, decided_at = $6, exception_id = $7
      WHERE id = $1`,
-    [a.id, opts.status, opts.decision, opts.decidedBy, opts.notes, new Date(opts.nowMs), opts.exceptionId ?? null],
+    [
+      a.id,
+      opts.status,
+      opts.decision,
+      opts.decidedBy,
+      opts.notes,
+      new Date(opts.nowMs),
+      opts.exceptionId ?? null,
+    ],
   );
   await q.query("UPDATE chain_events SET decision = $2 WHERE id = $1", [a.event_id, opts.decision]);
-  await q.query("UPDATE chains SET status = 'open' WHERE id = $1 AND status = 'pending_approval'", [a.chain_id]);
+  await q.query("UPDATE chains SET status = 'open' WHERE id = $1 AND status = 'pending_approval'", [
+    a.chain_id,
+  ]);
 }
 
 /**
@@ -174,7 +184,14 @@ async function resolve(
  */
 export async function decideApproval(
   db: Database,
-  opts: { orgId: string; approvalId: string; body: DecideApproval; decidedBy: string; clock: Clock; keys?: SigningKeys },
+  opts: {
+    orgId: string;
+    approvalId: string;
+    body: DecideApproval;
+    decidedBy: string;
+    clock: Clock;
+    keys?: SigningKeys;
+  },
 ) {
   const nowMs = opts.clock.nowMs();
   const approvalKey = opts.keys ? await opts.keys.active("approval") : null;
@@ -203,7 +220,9 @@ export async function decideApproval(
       if (approvalKey) await signApprovalResolution(q, a.id, approvalKey);
       return null;
     }
-    const ev = await q.query("SELECT agent_name, action_type, facts FROM chain_events WHERE id = $1", [a.event_id]);
+    const ev = await q.query("SELECT agent_name, action_type, facts FROM chain_events WHERE id = $1", [
+      a.event_id,
+    ]);
     const event = ev.rows[0]!;
     let exceptionId: string | null = null;
     if (opts.body.exception_duration) {
@@ -293,7 +312,9 @@ export async function timeoutApprovalJob(
 ): Promise<void> {
   const key = keys ? await keys.active("approval") : null;
   await db.tx(async (q) => {
-    const { rows } = await q.query<ApprovalRow>("SELECT * FROM approvals WHERE id = $1 FOR UPDATE", [approvalId]);
+    const { rows } = await q.query<ApprovalRow>("SELECT * FROM approvals WHERE id = $1 FOR UPDATE", [
+      approvalId,
+    ]);
     const a = rows[0];
     if (a?.status === "pending") await timeOut(q, a, nowMs, key);
     else if (key && a?.status === "timed_out" && (a as { signature?: string | null }).signature == null) {
@@ -305,7 +326,9 @@ export async function timeoutApprovalJob(
 /** Job handler: at half the timeout, mails the fallback approvers once. Idempotent. */
 export async function escalateApprovalJob(db: Database, approvalId: string, nowMs: number): Promise<number> {
   return db.tx(async (q) => {
-    const { rows } = await q.query<ApprovalRow>("SELECT * FROM approvals WHERE id = $1 FOR UPDATE", [approvalId]);
+    const { rows } = await q.query<ApprovalRow>("SELECT * FROM approvals WHERE id = $1 FOR UPDATE", [
+      approvalId,
+    ]);
     const a = rows[0];
     if (!a || a.status !== "pending" || a.escalated_at) return 0;
     await q.query("UPDATE approvals SET escalated_at = $2 WHERE id = $1", [a.id, new Date(nowMs)]);
@@ -331,7 +354,11 @@ export async function cancelPendingApprovals(
   for (const a of rows) {
     await resolve(q, a, {
       status: "cancelled",
-      decision: { ...a.requested_decision, policy_decision: "deny", decision_reason: "Chain completed before a decision" },
+      decision: {
+        ...a.requested_decision,
+        policy_decision: "deny",
+        decision_reason: "Chain completed before a decision",
+      },
       decidedBy: null,
       notes: null,
       nowMs,
@@ -343,7 +370,11 @@ export async function cancelPendingApprovals(
 /** The approval as the API returns it. */
 function approvalView(a: ApprovalRow & Record<string, unknown>, hours: number) {
   const condition =
-    a.status === "timed_out" ? timeoutCondition(hours) : a.status === "denied" ? (a.notes ?? "Denied by reviewer") : a.notes;
+    a.status === "timed_out"
+      ? timeoutCondition(hours)
+      : a.status === "denied"
+        ? (a.notes ?? "Denied by reviewer")
+        : a.notes;
   return {
     approval_id: a.id,
     chain_id: a.chain_id,
@@ -387,13 +418,16 @@ export async function approvalStatus(
   opts: { orgId: string; chainId: string; approvalId?: string; clock: Clock; keys?: SigningKeys },
 ) {
   const nowMs = opts.clock.nowMs();
-  const chain = await db.query<ChainRow>("SELECT * FROM chains WHERE id = $1 AND org_id = $2", [opts.chainId, opts.orgId]);
+  const chain = await db.query<ChainRow>("SELECT * FROM chains WHERE id = $1 AND org_id = $2", [
+    opts.chainId,
+    opts.orgId,
+  ]);
   if (!chain.rows[0]) throw notFound("Chain");
   const { rows } = await db.query(
     `${approvalSelect} WHERE a.chain_id = $1 ${opts.approvalId ? "AND a.id = $2" : ""} ORDER BY a.requested_at DESC LIMIT 1`,
     opts.approvalId ? [opts.chainId, opts.approvalId] : [opts.chainId],
   );
-  let row = rows[0];
+  const row = rows[0];
   if (opts.approvalId && !row) throw notFound("Approval");
   if (row?.status === "pending" && new Date(row.expires_at).getTime() <= nowMs) {
     await timeoutApprovalJob(db, row.id, nowMs, opts.keys);
@@ -402,12 +436,18 @@ export async function approvalStatus(
   return {
     chain_id: opts.chainId,
     chain_status: chain.rows[0].status,
-    approval: row ? approvalView(row as ApprovalRow & Record<string, unknown>, row.approval_timeout_hours) : null,
+    approval: row
+      ? approvalView(row as ApprovalRow & Record<string, unknown>, row.approval_timeout_hours)
+      : null,
   };
 }
 
 /** Approvals of an organization, newest first, optionally by status, with their action. */
-export async function listApprovals(db: Database, orgId: string, opts: { status?: ApprovalStatus; limit?: number } = {}) {
+export async function listApprovals(
+  db: Database,
+  orgId: string,
+  opts: { status?: ApprovalStatus; limit?: number } = {},
+) {
   const { rows } = await db.query(
     `${approvalSelect.replace("SELECT a.*", "SELECT a.*, c.name AS chain_name, ev.agent_name, ev.action_type, ev.action_name, ev.payload, c.financial_exposure_usd, c.external_communications_count, c.records_modified_count, c.domains_contacted, c.estimated_cost_usd")}
      JOIN chains c ON c.id = a.chain_id JOIN chain_events ev ON ev.id = a.event_id

@@ -12,14 +12,14 @@ import {
   type Action,
   ActionSchema,
   type ActiveException,
-  type PolicyDecision,
   PolicyConfigPatchSchema,
+  type PolicyDecision,
 } from "../../policy/schema.js";
 import type { Clock } from "../clock.js";
 import type { Database, Queryable } from "../db/pool.js";
 import { conflict, notFound } from "../errors.js";
 import { enqueueApprovalRequested, scheduleApprovalTimers } from "./approvals.js";
-import { type OrgConfigCache, type Organization, orgById, orgState } from "./orgs.js";
+import { type Organization, type OrgConfigCache, orgById, orgState } from "./orgs.js";
 
 /** Chain status values (the spec names pending_approval; the rest are ours, see README). */
 export const ChainStatus = {
@@ -125,7 +125,12 @@ export async function createChain(
 }
 
 /** Loads a chain of an organization; 404 when it does not exist or belongs to another. */
-export async function getChain(q: Queryable, orgId: string, chainId: string, forUpdate = false): Promise<ChainRow> {
+export async function getChain(
+  q: Queryable,
+  orgId: string,
+  chainId: string,
+  forUpdate = false,
+): Promise<ChainRow> {
   const { rows } = await q.query<ChainRow>(
     `SELECT * FROM chains WHERE id = $1 AND org_id = $2${forUpdate ? " FOR UPDATE" : ""}`,
     [chainId, orgId],
@@ -156,7 +161,10 @@ async function evaluateAction(
   nowMs: number,
 ) {
   const compiled = await configs.get(q, org);
-  const config = mergePolicyConfig(compiled.config, PolicyConfigPatchSchema.parse(chain.policy_config as never));
+  const config = mergePolicyConfig(
+    compiled.config,
+    PolicyConfigPatchSchema.parse(chain.policy_config as never),
+  );
   const input = {
     config,
     org: orgState(org),
@@ -172,7 +180,10 @@ async function evaluateAction(
     nowMs,
   };
   let ev = evaluate(input);
-  if (ev.decision.policy_decision === "require_approval" || ev.decision.shadow_decision === "require_approval") {
+  if (
+    ev.decision.policy_decision === "require_approval" ||
+    ev.decision.shadow_decision === "require_approval"
+  ) {
     input.exceptions = await activeExceptions(q, org.id, action, nowMs);
     if (input.exceptions.length) ev = evaluate(input);
   }
@@ -210,14 +221,27 @@ function eventValues(
 }
 
 /** SET clause updating the chain's counters after one action; parameters start at $first. */
-function chainUpdate(first: number, ev: ReturnType<typeof evaluate>, agentName: string, sequence: number, status: ChainStatus) {
-  const allowed = ev.decision.policy_decision === "allow" || ev.decision.policy_decision === "allow_with_flag";
+function chainUpdate(
+  first: number,
+  ev: ReturnType<typeof evaluate>,
+  agentName: string,
+  sequence: number,
+  status: ChainStatus,
+) {
+  const allowed =
+    ev.decision.policy_decision === "allow" || ev.decision.policy_decision === "allow_with_flag";
   const d = ev.metrics_delta;
   const p = (i: number) => `$${first + i}`;
   return {
     sql: `event_count = ${p(0)}, total_tokens = total_tokens + ${p(1)}, estimated_cost_usd = estimated_cost_usd + ${p(2)},
       status = ${p(3)}${allowed ? `, ${metricsUpdateSql(first + 4)}` : ""}`,
-    values: [sequence, d.tokens, d.estimated_cost_usd, status, ...(allowed ? metricsUpdateValues(d, agentName) : [])],
+    values: [
+      sequence,
+      d.tokens,
+      d.estimated_cost_usd,
+      status,
+      ...(allowed ? metricsUpdateValues(d, agentName) : []),
+    ],
   };
 }
 
@@ -257,7 +281,9 @@ export async function recordAction(
   opts: { orgId: string; chainId: string; action: Action; clock: Clock; configs: OrgConfigCache },
 ): Promise<RecordResult> {
   const nowMs = opts.clock.nowMs();
-  const { payload } = sanitizePayload(opts.action.payload ?? {}, { maxStringLength: MAX_PAYLOAD_STRING_LENGTH });
+  const { payload } = sanitizePayload(opts.action.payload ?? {}, {
+    maxStringLength: MAX_PAYLOAD_STRING_LENGTH,
+  });
   const action: Action = { ...opts.action, payload };
   for (let attempt = 0; attempt < 3; attempt++) {
     const done = await recordOptimistic(db, opts, action, nowMs);
@@ -314,10 +340,23 @@ async function recordLocked(
     const { ev, config } = await evaluateAction(q, chain, org, action, opts.configs, nowMs);
     const needsApproval = ev.decision.policy_decision === "require_approval";
     const sequence = chain.event_count + 1;
-    const ids = { eventId: randomUUID(), chainId: chain.id, orgId: org.id, sequence, approvalId: needsApproval ? randomUUID() : null };
+    const ids = {
+      eventId: randomUUID(),
+      chainId: chain.id,
+      orgId: org.id,
+      sequence,
+      approvalId: needsApproval ? randomUUID() : null,
+    };
     const values = eventValues(ids, action, ev, nowMs);
-    await q.query(`INSERT INTO chain_events (${EVENT_COLUMNS}) VALUES (${values.map((_, i) => `$${i + 1}`).join(", ")})`, values);
-    const status: ChainStatus = ev.decision.auto_paused ? "paused" : needsApproval ? "pending_approval" : chain.status;
+    await q.query(
+      `INSERT INTO chain_events (${EVENT_COLUMNS}) VALUES (${values.map((_, i) => `$${i + 1}`).join(", ")})`,
+      values,
+    );
+    const status: ChainStatus = ev.decision.auto_paused
+      ? "paused"
+      : needsApproval
+        ? "pending_approval"
+        : chain.status;
     const update = chainUpdate(2, ev, action.agent_name, sequence, status);
     await q.query(`UPDATE chains SET ${update.sql} WHERE id = $1`, [chain.id, ...update.values]);
     let expiresAt: string | null = null;
@@ -327,7 +366,16 @@ async function recordLocked(
       await q.query(
         `INSERT INTO approvals (id, org_id, chain_id, event_id, status, requested_at, expires_at, escalate_at, requested_decision)
          VALUES ($1,$2,$3,$4,'pending',$5,$6,$7,$8)`,
-        [ids.approvalId, org.id, chain.id, ids.eventId, new Date(nowMs), new Date(nowMs + timeoutMs), new Date(nowMs + timeoutMs / 2), ev.decision],
+        [
+          ids.approvalId,
+          org.id,
+          chain.id,
+          ids.eventId,
+          new Date(nowMs),
+          new Date(nowMs + timeoutMs),
+          new Date(nowMs + timeoutMs / 2),
+          ev.decision,
+        ],
       );
       await scheduleApprovalTimers(q, { approvalId: ids.approvalId, nowMs, timeoutMs });
       await enqueueApprovalRequested(q, {
@@ -354,7 +402,12 @@ export const metricsUpdateSql = (first: number): string => {
 
 /** Values for metricsUpdateSql, in order. */
 export const metricsUpdateValues = (
-  d: { financial_exposure_usd: number; external_communications: number; records_modified: number; domains: string[] },
+  d: {
+    financial_exposure_usd: number;
+    external_communications: number;
+    records_modified: number;
+    domains: string[];
+  },
   agentName: string,
 ) => [d.financial_exposure_usd, d.external_communications, d.records_modified, d.domains, agentName];
 
@@ -371,12 +424,19 @@ function assertAcceptsActions(chain: ChainRow): void {
     });
   }
   if (chain.status === "paused") {
-    throw conflict("TG_ERR_CHAIN_PAUSED", "The chain was auto-paused by a runaway limit", { chain_id: chain.id });
+    throw conflict("TG_ERR_CHAIN_PAUSED", "The chain was auto-paused by a runaway limit", {
+      chain_id: chain.id,
+    });
   }
 }
 
 /** Active exceptions matching the action's agent and action type (domain is matched by the engine). */
-async function activeExceptions(q: Queryable, orgId: string, action: Action, nowMs: number): Promise<ActiveException[]> {
+async function activeExceptions(
+  q: Queryable,
+  orgId: string,
+  action: Action,
+  nowMs: number,
+): Promise<ActiveException[]> {
   const { rows } = await q.query(
     `SELECT id, agent_name, action_type, destination_domain, expires_at FROM exceptions
      WHERE org_id = $1 AND agent_name = $2 AND action_type = $3 AND expires_at > $4 AND revoked_at IS NULL`,

@@ -27,7 +27,13 @@ export type JobHandler = (payload: Record<string, unknown>, nowMs: number) => Pr
  */
 export async function runDueJobs(
   db: Database,
-  opts: { clock: Clock; handlers: Record<string, JobHandler>; limit?: number; leaseMs?: number; log?: Logger },
+  opts: {
+    clock: Clock;
+    handlers: Record<string, JobHandler>;
+    limit?: number;
+    leaseMs?: number;
+    log?: Logger;
+  },
 ): Promise<number> {
   const nowMs = opts.clock.nowMs();
   const now = new Date(nowMs);
@@ -59,20 +65,23 @@ export async function runDueJobs(
   return ran;
 }
 
-/** Polls for due jobs every `intervalMs` until stopped. */
-export class Scheduler {
+/**
+ * Runs `work` every `intervalMs` (measured from the end of the previous run) until stopped; a
+ * failed run is logged and the loop goes on. Shared by the job scheduler and the outbox worker.
+ */
+export class PollingLoop {
   private timer: NodeJS.Timeout | null = null;
   private running: Promise<unknown> = Promise.resolve();
 
   constructor(
-    private readonly db: Database,
-    private readonly opts: { clock: Clock; handlers: Record<string, JobHandler>; intervalMs: number; log?: Logger },
+    private readonly work: () => Promise<unknown>,
+    private readonly opts: { intervalMs: number; log?: Logger; what: string },
   ) {}
 
   start(): void {
     const tick = () => {
-      this.running = runDueJobs(this.db, this.opts)
-        .catch((err) => this.opts.log?.error({ err }, "scheduler tick failed"))
+      this.running = this.work()
+        .catch((err) => this.opts.log?.error({ err }, `${this.opts.what} failed`))
         .finally(() => {
           if (this.timer) this.timer = setTimeout(tick, this.opts.intervalMs);
         });
@@ -80,10 +89,31 @@ export class Scheduler {
     this.timer = setTimeout(tick, this.opts.intervalMs);
   }
 
-  /** Stops polling and waits for the tick in progress. */
+  /** Stops polling and waits for the run in progress. */
   async stop(): Promise<void> {
     if (this.timer) clearTimeout(this.timer);
     this.timer = null;
     await this.running;
+  }
+}
+
+/** Polls for due jobs every `intervalMs` until stopped. */
+export class Scheduler {
+  private readonly loop: PollingLoop;
+
+  constructor(
+    db: Database,
+    opts: { clock: Clock; handlers: Record<string, JobHandler>; intervalMs: number; log?: Logger },
+  ) {
+    this.loop = new PollingLoop(() => runDueJobs(db, opts), { ...opts, what: "scheduler tick" });
+  }
+
+  start(): void {
+    this.loop.start();
+  }
+
+  /** Stops polling and waits for the tick in progress. */
+  stop(): Promise<void> {
+    return this.loop.stop();
   }
 }

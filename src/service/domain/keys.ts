@@ -95,7 +95,13 @@ export class SigningKeys {
     const pem = k.privateKey.export({ type: "pkcs8", format: "pem" }).toString();
     await this.db.query(
       "INSERT INTO signing_keys (kid, purpose, public_key_pem, private_key_sealed, created_at) VALUES ($1,$2,$3,$4,$5) ON CONFLICT (kid) DO NOTHING",
-      [k.kid, purpose, k.publicKey.export({ type: "spki", format: "pem" }).toString(), seal(this.sealingKey, pem), new Date(this.clock.nowMs())],
+      [
+        k.kid,
+        purpose,
+        k.publicKey.export({ type: "spki", format: "pem" }).toString(),
+        seal(this.sealingKey, pem),
+        new Date(this.clock.nowMs()),
+      ],
     );
     const key = { kid: k.kid, purpose, privateKey: k.privateKey, publicKey: k.publicKey, retired: false };
     this.byKid.set(key.kid, key);

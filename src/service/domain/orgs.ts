@@ -29,9 +29,7 @@ export const NameSchema = z
   .max(253)
   .regex(/^[a-z0-9]([a-z0-9.-]*[a-z0-9])?$/, "must be a lowercase DNS-style name");
 
-const toggle = z
-  .object({ active: z.boolean(), reason: z.string().max(1000).nullable().optional() })
-  .strict();
+const toggle = z.object({ active: z.boolean(), reason: z.string().max(1000).nullable().optional() }).strict();
 
 /** Body of PUT /v1/admin/organizations/{slug} (also the Organization CRD spec, in snake_case). */
 export const OrganizationSpecSchema = z
@@ -134,7 +132,9 @@ async function refreshVersion(q: Queryable, orgId: string, nowMs: number): Promi
     [orgId],
   );
   const pol = await q.query("SELECT name, version FROM policies WHERE org_id = $1 ORDER BY name", [orgId]);
-  const teams = await q.query("SELECT name, version FROM approver_teams WHERE org_id = $1 ORDER BY name", [orgId]);
+  const teams = await q.query("SELECT name, version FROM approver_teams WHERE org_id = $1 ORDER BY name", [
+    orgId,
+  ]);
   const version = contentHash([org.rows[0]!, pol.rows, teams.rows]);
   await q.query("UPDATE organizations SET config_version = $2, updated_at = $3 WHERE id = $1", [
     orgId,
@@ -195,13 +195,16 @@ export async function setOrgToggle(
     const org = await orgBySlug(q, s);
     const reason = value.active ? (value.reason ?? null) : null;
     if (which === "kill_switch") {
-      await q.query("UPDATE organizations SET kill_switch_active = $2, kill_switch_reason = $3 WHERE id = $1", [
+      await q.query(
+        "UPDATE organizations SET kill_switch_active = $2, kill_switch_reason = $3 WHERE id = $1",
+        [org.id, value.active, reason],
+      );
+    } else {
+      await q.query("UPDATE organizations SET paused = $2, pause_reason = $3 WHERE id = $1", [
         org.id,
         value.active,
         reason,
       ]);
-    } else {
-      await q.query("UPDATE organizations SET paused = $2, pause_reason = $3 WHERE id = $1", [org.id, value.active, reason]);
     }
     await refreshVersion(q, org.id, nowMs);
     return orgView(await orgById(q, org.id));
@@ -224,10 +227,24 @@ export async function upsertPolicy(db: Database, s: string, name: string, spec: 
        VALUES ($1,$2,$3,$4,$5,$6,$7)
        ON CONFLICT (org_id, name) DO UPDATE SET config = EXCLUDED.config, policy_version = EXCLUDED.policy_version,
          version = EXCLUDED.version, managed_by = EXCLUDED.managed_by, updated_at = EXCLUDED.updated_at`,
-      [org.id, name, spec.config, spec.policy_version ?? null, version, spec.managed_by ?? null, new Date(nowMs)],
+      [
+        org.id,
+        name,
+        spec.config,
+        spec.policy_version ?? null,
+        version,
+        spec.managed_by ?? null,
+        new Date(nowMs),
+      ],
     );
     const orgVersion = await refreshVersion(q, org.id, nowMs);
-    return { organization: s, name, version, policy_version: spec.policy_version ?? null, organization_version: orgVersion };
+    return {
+      organization: s,
+      name,
+      version,
+      policy_version: spec.policy_version ?? null,
+      organization_version: orgVersion,
+    };
   });
 }
 
@@ -235,7 +252,10 @@ export async function upsertPolicy(db: Database, s: string, name: string, spec: 
 export async function deletePolicy(db: Database, s: string, name: string, nowMs: number) {
   return db.tx(async (q) => {
     const org = await orgBySlug(q, s);
-    const { rowCount } = await q.query("DELETE FROM policies WHERE org_id = $1 AND name = $2", [org.id, name]);
+    const { rowCount } = await q.query("DELETE FROM policies WHERE org_id = $1 AND name = $2", [
+      org.id,
+      name,
+    ]);
     await refreshVersion(q, org.id, nowMs);
     return { deleted: (rowCount ?? 0) > 0 };
   });
@@ -258,7 +278,13 @@ export async function listPolicies(q: Queryable, orgId: string) {
 }
 
 /** Creates or replaces a named approver team (idempotent). */
-export async function upsertApproverTeam(db: Database, s: string, name: string, spec: ApproverTeamSpec, nowMs: number) {
+export async function upsertApproverTeam(
+  db: Database,
+  s: string,
+  name: string,
+  spec: ApproverTeamSpec,
+  nowMs: number,
+) {
   return db.tx(async (q) => {
     const org = await orgBySlug(q, s);
     const approvers = spec.approvers.map((a) => ({ ...a, email: a.email.toLowerCase() }));
@@ -270,7 +296,15 @@ export async function upsertApproverTeam(db: Database, s: string, name: string, 
        ON CONFLICT (org_id, name) DO UPDATE SET approvers = EXCLUDED.approvers,
          fallback_approvers = EXCLUDED.fallback_approvers, version = EXCLUDED.version,
          managed_by = EXCLUDED.managed_by, updated_at = EXCLUDED.updated_at`,
-      [org.id, name, JSON.stringify(approvers), JSON.stringify(fallback), version, spec.managed_by ?? null, new Date(nowMs)],
+      [
+        org.id,
+        name,
+        JSON.stringify(approvers),
+        JSON.stringify(fallback),
+        version,
+        spec.managed_by ?? null,
+        new Date(nowMs),
+      ],
     );
     const orgVersion = await refreshVersion(q, org.id, nowMs);
     return { organization: s, name, version, organization_version: orgVersion };
@@ -281,7 +315,10 @@ export async function upsertApproverTeam(db: Database, s: string, name: string, 
 export async function deleteApproverTeam(db: Database, s: string, name: string, nowMs: number) {
   return db.tx(async (q) => {
     const org = await orgBySlug(q, s);
-    const { rowCount } = await q.query("DELETE FROM approver_teams WHERE org_id = $1 AND name = $2", [org.id, name]);
+    const { rowCount } = await q.query("DELETE FROM approver_teams WHERE org_id = $1 AND name = $2", [
+      org.id,
+      name,
+    ]);
     await refreshVersion(q, org.id, nowMs);
     return { deleted: (rowCount ?? 0) > 0 };
   });
@@ -297,7 +334,10 @@ export async function listApproverTeams(q: Queryable, orgId: string) {
 }
 
 /** Approver and fallback approver e-mail addresses of an organization, deduplicated. */
-export async function approverRecipients(q: Queryable, orgId: string): Promise<{ approvers: string[]; fallback: string[] }> {
+export async function approverRecipients(
+  q: Queryable,
+  orgId: string,
+): Promise<{ approvers: string[]; fallback: string[] }> {
   const teams = await listApproverTeams(q, orgId);
   const { rows } = await q.query(
     "SELECT email FROM members WHERE org_id = $1 AND 'approver' = ANY(roles) ORDER BY email",
@@ -353,10 +393,14 @@ export class OrgConfigCache {
     const hit = this.cache.get(org.id);
     if (hit && hit.version === org.config_version) return hit;
     const rows = await listPolicies(q, org.id);
-    const combined = combinePolicies(rows.map((r) => ({ name: r.name, config: PolicyConfigPatchSchema.parse(r.config) })));
+    const combined = combinePolicies(
+      rows.map((r) => ({ name: r.name, config: PolicyConfigPatchSchema.parse(r.config) })),
+    );
     const orgOverride = {
       evaluation_mode: org.settings.evaluation_mode ?? "enforce",
-      ...(org.settings.runaway_limits && { runaway_limits: RunawayLimitsSchema.parse(org.settings.runaway_limits) }),
+      ...(org.settings.runaway_limits && {
+        runaway_limits: RunawayLimitsSchema.parse(org.settings.runaway_limits),
+      }),
     };
     const config = mergePolicyConfig(PolicyConfigSchema.parse({}), combined, orgOverride);
     const labels = rows.map((r) => `${r.name}@${r.policy_version ?? r.version}`);

@@ -22,17 +22,18 @@ import { orgById } from "./orgs.js";
 /** Body of POST /v1/chains/{chain_id}/complete: normal completion, or the failure that ended it. */
 export const CompleteChainSchema = z.preprocess(
   (v) => v ?? {},
-  z.object({
-    failure: z
-      .object({
-        mode: z.string().min(1).max(200),
-        message: z.string().max(2000).default(""),
-      })
-      .strict()
-      .nullable()
-      .optional(),
-  })
-  .strict(),
+  z
+    .object({
+      failure: z
+        .object({
+          mode: z.string().min(1).max(200),
+          message: z.string().max(2000).default(""),
+        })
+        .strict()
+        .nullable()
+        .optional(),
+    })
+    .strict(),
 );
 export type CompleteChain = z.infer<typeof CompleteChainSchema>;
 
@@ -108,20 +109,26 @@ export async function completeChain(
     await q.query(
       `INSERT INTO receipts (id, org_id, chain_id, sequence, receipt_number, body, receipt_hash, created_at)
        VALUES ($1,$2,$3,$4,$5,$6,$7,$8)`,
-      [receiptId, opts.orgId, chain.id, sequence, body.receipt_number, canonicalJson(signed), hash, new Date(nowMs)],
+      [
+        receiptId,
+        opts.orgId,
+        chain.id,
+        sequence,
+        body.receipt_number,
+        canonicalJson(signed),
+        hash,
+        new Date(nowMs),
+      ],
     );
     await q.query("UPDATE organizations SET receipt_seq = $2, last_receipt_hash = $3 WHERE id = $1", [
       opts.orgId,
       sequence,
       hash,
     ]);
-    await q.query("UPDATE chains SET status = $2, failure = $3, completed_at = $4, receipt_id = $5 WHERE id = $1", [
-      chain.id,
-      status,
-      failure,
-      new Date(nowMs),
-      receiptId,
-    ]);
+    await q.query(
+      "UPDATE chains SET status = $2, failure = $3, completed_at = $4, receipt_id = $5 WHERE id = $1",
+      [chain.id, status, failure, new Date(nowMs), receiptId],
+    );
     return { chain_id: chain.id, status, receipt_id: receiptId, receipt_number: body.receipt_number };
   });
 }
@@ -185,13 +192,17 @@ async function receiptApprovals(q: Queryable, chainId: string): Promise<ReceiptA
     notes: r.notes,
     decided_at: new Date(r.decided_at).toISOString(),
     exception: r.exception_id
-      ? { exception_id: r.exception_id, duration: r.duration, expires_at: new Date(r.exception_expires_at).toISOString() }
+      ? {
+          exception_id: r.exception_id,
+          duration: r.duration,
+          expires_at: new Date(r.exception_expires_at).toISOString(),
+        }
       : null,
   }));
 }
 
-/** A stored receipt row with its parsed body. */
-export interface StoredReceipt {
+/** A row of `receipts`: the canonical JSON body and where it stands in the organization's chain. */
+export interface ReceiptRow {
   id: string;
   org_id: string;
   chain_id: string;
@@ -199,6 +210,10 @@ export interface StoredReceipt {
   receipt_number: string;
   body: string;
   receipt_hash: string;
+}
+
+/** A stored receipt row with its parsed body. */
+export interface StoredReceipt extends ReceiptRow {
   receipt: SignedReceipt;
 }
 
@@ -207,13 +222,16 @@ export async function getReceipt(q: Queryable, orgId: string, receiptId: string)
   const { rows } = await q.query("SELECT * FROM receipts WHERE id = $1 AND org_id = $2", [receiptId, orgId]);
   const row = rows[0];
   if (!row) throw notFound("Receipt");
-  return { ...(row as Omit<StoredReceipt, "receipt">), receipt: JSON.parse(row.body) };
+  return { ...(row as ReceiptRow), receipt: JSON.parse(row.body) };
 }
 
 /** The receipt of a chain; 404 when the chain has none yet (spec: exists only after completion). */
 export async function getChainReceipt(q: Queryable, orgId: string, chainId: string): Promise<StoredReceipt> {
-  const { rows } = await q.query("SELECT * FROM receipts WHERE chain_id = $1 AND org_id = $2", [chainId, orgId]);
+  const { rows } = await q.query("SELECT * FROM receipts WHERE chain_id = $1 AND org_id = $2", [
+    chainId,
+    orgId,
+  ]);
   const row = rows[0];
   if (!row) throw notFound("Receipt");
-  return { ...(row as Omit<StoredReceipt, "receipt">), receipt: JSON.parse(row.body) };
+  return { ...(row as ReceiptRow), receipt: JSON.parse(row.body) };
 }

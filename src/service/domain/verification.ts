@@ -31,6 +31,7 @@ import {
   attestationSelect,
 } from "./approval-attestation.js";
 import type { KeyPurpose } from "./keys.js";
+import type { ReceiptRow } from "./receipts.js";
 
 /** Overall result. Receipts: valid | invalid. Approvals add pending and unsigned. */
 export const OverallStatus = {
@@ -203,16 +204,6 @@ function parseBody(text: string): SignedReceipt | null {
   } catch {
     return null;
   }
-}
-
-interface ReceiptRow {
-  id: string;
-  org_id: string;
-  chain_id: string;
-  sequence: number;
-  receipt_number: string;
-  body: string;
-  receipt_hash: string;
 }
 
 /** Loads a receipt row of the organization; null when absent. */

@@ -10,6 +10,7 @@
  */
 import type { Clock } from "../clock.js";
 import type { Database } from "../db/pool.js";
+import { PollingLoop } from "../domain/jobs.js";
 import type { Logger } from "../logger.js";
 import { ApprovalMailKind, loadApprovalMailData, renderApprovalMail } from "./mail.js";
 import type { MailTransport } from "./smtp.js";
@@ -145,15 +146,20 @@ function describeError(err: unknown): string {
   return parts.join(" ").slice(0, 500) || "unknown error";
 }
 
-/** Polls the outbox every `intervalMs` until stopped (like the job Scheduler). */
+/** Polls the outbox every `intervalMs` until stopped. */
 export class OutboxWorker {
-  private timer: NodeJS.Timeout | null = null;
-  private running: Promise<unknown> = Promise.resolve();
+  private readonly loop: PollingLoop;
 
   constructor(
     private readonly deps: OutboxDeps,
     private readonly opts: { intervalMs: number; limit?: number; leaseMs?: number },
-  ) {}
+  ) {
+    this.loop = new PollingLoop(() => this.runOnce(), {
+      intervalMs: opts.intervalMs,
+      log: deps.log,
+      what: "outbox delivery run",
+    });
+  }
 
   /** One delivery run now (tests call this instead of start()). */
   runOnce(): Promise<DeliveryRun> {
@@ -161,21 +167,12 @@ export class OutboxWorker {
   }
 
   start(): void {
-    const tick = () => {
-      this.running = this.runOnce()
-        .catch((err) => this.deps.log?.error({ err }, "outbox delivery run failed"))
-        .finally(() => {
-          if (this.timer) this.timer = setTimeout(tick, this.opts.intervalMs);
-        });
-    };
-    this.timer = setTimeout(tick, this.opts.intervalMs);
+    this.loop.start();
   }
 
   /** Stops polling, waits for the run in progress and closes the transport. */
   async stop(): Promise<void> {
-    if (this.timer) clearTimeout(this.timer);
-    this.timer = null;
-    await this.running;
+    await this.loop.stop();
     this.deps.transport.close();
   }
 }

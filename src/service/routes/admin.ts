@@ -39,7 +39,8 @@ export const adminRoutes: FastifyPluginAsyncZod = async (app) => {
   async function authorizeOrg(p: Principal | null, slug: string): Promise<void> {
     if (!p) throw unauthorized();
     if (p.kind === "service_admin") return;
-    const isAdmin = (p.kind === "api_key" && p.role === "admin") || (p.kind === "user" && p.roles.includes("admin"));
+    const isAdmin =
+      (p.kind === "api_key" && p.role === "admin") || (p.kind === "user" && p.roles.includes("admin"));
     if (!isAdmin) throw forbidden("The admin role is required");
     const org = await orgBySlug(tg.db, slug).catch(() => null);
     if (!org || org.id !== p.orgId) throw notFound("Organization");
@@ -77,10 +78,14 @@ export const adminRoutes: FastifyPluginAsyncZod = async (app) => {
 
   for (const which of ["kill_switch", "pause"] as const) {
     const path = which === "kill_switch" ? "kill-switch" : "pause";
-    app.post(`/v1/admin/organizations/:slug/${path}`, { schema: { params: OrgParams, body: Toggle } }, async (req) => {
-      await authorizeOrg(req.principal, req.params.slug);
-      return setOrgToggle(tg.db, req.params.slug, which, req.body, now());
-    });
+    app.post(
+      `/v1/admin/organizations/:slug/${path}`,
+      { schema: { params: OrgParams, body: Toggle } },
+      async (req) => {
+        await authorizeOrg(req.principal, req.params.slug);
+        return setOrgToggle(tg.db, req.params.slug, which, req.body, now());
+      },
+    );
   }
 
   app.put(
@@ -92,10 +97,14 @@ export const adminRoutes: FastifyPluginAsyncZod = async (app) => {
     },
   );
 
-  app.delete("/v1/admin/organizations/:slug/policies/:name", { schema: { params: NamedParams } }, async (req) => {
-    await authorizeOrg(req.principal, req.params.slug);
-    return deletePolicy(tg.db, req.params.slug, req.params.name, now());
-  });
+  app.delete(
+    "/v1/admin/organizations/:slug/policies/:name",
+    { schema: { params: NamedParams } },
+    async (req) => {
+      await authorizeOrg(req.principal, req.params.slug);
+      return deletePolicy(tg.db, req.params.slug, req.params.name, now());
+    },
+  );
 
   app.put(
     "/v1/admin/organizations/:slug/approver-teams/:name",
@@ -106,10 +115,14 @@ export const adminRoutes: FastifyPluginAsyncZod = async (app) => {
     },
   );
 
-  app.delete("/v1/admin/organizations/:slug/approver-teams/:name", { schema: { params: NamedParams } }, async (req) => {
-    await authorizeOrg(req.principal, req.params.slug);
-    return deleteApproverTeam(tg.db, req.params.slug, req.params.name, now());
-  });
+  app.delete(
+    "/v1/admin/organizations/:slug/approver-teams/:name",
+    { schema: { params: NamedParams } },
+    async (req) => {
+      await authorizeOrg(req.principal, req.params.slug);
+      return deleteApproverTeam(tg.db, req.params.slug, req.params.name, now());
+    },
+  );
 
   app.put(
     "/v1/admin/organizations/:slug/members/:email",
@@ -143,7 +156,12 @@ export const adminRoutes: FastifyPluginAsyncZod = async (app) => {
     async (req, reply) => {
       await authorizeOrg(req.principal, req.params.slug);
       const org = await orgBySlug(tg.db, req.params.slug);
-      const key = await createApiKey(tg.db, { orgId: org.id, name: req.body.name, role: req.body.role, nowMs: now() });
+      const key = await createApiKey(tg.db, {
+        orgId: org.id,
+        name: req.body.name,
+        role: req.body.role,
+        nowMs: now(),
+      });
       return reply.code(201).send({ organization: org.slug, ...key });
     },
   );

@@ -5,7 +5,13 @@
 import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
 import { z } from "zod";
 import { guard, principalLabel } from "../auth.js";
-import { ApprovalStatus, DecideApprovalSchema, decideApproval, getApproval, listApprovals } from "../domain/approvals.js";
+import {
+  ApprovalStatus,
+  DecideApprovalSchema,
+  decideApproval,
+  getApproval,
+  listApprovals,
+} from "../domain/approvals.js";
 
 const Params = z.object({ approval_id: z.uuid() });
 
@@ -46,7 +52,8 @@ export const approvalRoutes: FastifyPluginAsyncZod = async (app) => {
         clock: tg.clock,
         keys: tg.keys,
       });
-      const waited = (Date.parse(result.decided_at ?? result.requested_at) - Date.parse(result.requested_at)) / 1000;
+      const waited =
+        (Date.parse(result.decided_at ?? result.requested_at) - Date.parse(result.requested_at)) / 1000;
       tg.metrics.approvalWait.observe({ status: result.status }, Math.max(0, waited));
       return result;
     },

@@ -9,9 +9,9 @@ import { z } from "zod";
 import { guard, principalLabel } from "../auth.js";
 import { approvalStatus } from "../domain/approvals.js";
 import {
+  CreateChainSchema,
   chainEvents,
   chainView,
-  CreateChainSchema,
   createChain,
   getChain,
   RecordActionSchema,
@@ -99,8 +99,12 @@ export const chainRoutes: FastifyPluginAsyncZod = async (app) => {
     return (await getChainReceipt(tg.db, orgId, req.params.chain_id)).receipt;
   });
 
-  app.get("/v1/receipts/:receipt_id", { schema: { params: z.object({ receipt_id: z.uuid() }) } }, async (req) => {
-    const orgId = guard.client(req.principal);
-    return (await getReceipt(tg.db, orgId, req.params.receipt_id)).receipt;
-  });
+  app.get(
+    "/v1/receipts/:receipt_id",
+    { schema: { params: z.object({ receipt_id: z.uuid() }) } },
+    async (req) => {
+      const orgId = guard.client(req.principal);
+      return (await getReceipt(tg.db, orgId, req.params.receipt_id)).receipt;
+    },
+  );
 };

@@ -4,7 +4,10 @@ import { createLogger, safeUrl } from "../../../src/service/logger.js";
 
 describe("log redaction", () => {
   it.each([
-    ["/dashboard/approvals/abc/link?d=approve&r=a%40b.c&exp=1&sig=SECRETSIG", "/dashboard/approvals/abc/link"],
+    [
+      "/dashboard/approvals/abc/link?d=approve&r=a%40b.c&exp=1&sig=SECRETSIG",
+      "/dashboard/approvals/abc/link",
+    ],
     ["/auth/callback?code=SECRETCODE&state=S", "/auth/callback"],
     ["/public/v2/verify/tgp_SECRETTOKEN", "/public/v2/verify/[REDACTED]"],
     ["/public/v2/verify/anything-else", "/public/v2/verify/[REDACTED]"],
@@ -22,7 +25,16 @@ describe("log redaction", () => {
       },
     });
     const log = createLogger({ level: "info", destination: sink });
-    log.info({ req: { method: "GET", url: "/auth/callback?code=SECRETCODE", headers: { authorization: "Bearer tg_SECRET" } } }, "incoming");
+    log.info(
+      {
+        req: {
+          method: "GET",
+          url: "/auth/callback?code=SECRETCODE",
+          headers: { authorization: "Bearer tg_SECRET" },
+        },
+      },
+      "incoming",
+    );
     log.info({ config: { adminToken: "tga_SECRET", masterKey: "abc" }, api_key: "tg_SECRET2" }, "config");
     expect(out).toContain("/auth/callback");
     expect(out).not.toContain("SECRET");
