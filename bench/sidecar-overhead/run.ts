@@ -8,11 +8,13 @@
  * and prints the added latency (b − a at p50 and p99). Targets: added p50 ≤ 2 ms, p99 ≤ 6 ms.
  * To show where the added time goes it also measures, in the same rounds,
  *   (c) the governance decision alone: the SDK's recordAgentAction from this process straight
- *       to the service (same transport as the sidecar), no sidecar and no tool.
+ *       to the service (same transport as the sidecar), no sidecar and no tool, and
+ *   (d) Invoke through the sidecar without an upstream (decide and record only: no forwarding,
+ *       no outcome report).
  *
  * Each part runs as it would in a pod: the service and the sidecar are separate processes
  * (`src/service/main.ts`, `sidecar/main.ts`); the load generator and the upstream share this
- * one. Calls are sequential (one agent); the three kinds interleave in rounds so that drift hits
+ * one. Calls are sequential (one agent); the four kinds interleave in rounds so that drift hits
  * them alike; per-round figures give the spread. Two load patterns, both reported:
  *   paced         --gap-ms (10) idle between calls, as an agent that does its own work between
  *                 tool calls: a call's outcome report finishes in the gap, but every process
@@ -224,34 +226,41 @@ async function main() {
     const body = JSON.stringify(payload);
     const struct = jsonToStruct(payload);
 
-    let chainId = "";
-    let chainCalls = callsPerChain;
     const unary = <Res>(method: "OpenChain" | "Invoke", req: unknown) =>
       new Promise<Res>((resolve, reject) =>
         (client as unknown as Record<string, (r: unknown, cb: (e: Error | null, v: Res) => void) => void>)[
           method
         ]!(req, (err, res) => (err ? reject(err) : resolve(res))),
       );
-    const viaSidecar = async (h: Histogram | null) => {
-      if (chainCalls >= callsPerChain) {
-        chainId = (await unary<{ chain_id: string }>("OpenChain", { name: "bench-sidecar-overhead" }))
-          .chain_id;
-        chainCalls = 0;
-      }
-      chainCalls++;
-      const t0 = performance.now();
-      const r = await unary<InvokeResponse__Output>("Invoke", {
-        chain_id: chainId,
-        agent_name: "bench-agent",
-        action_name: "search",
-        payload: struct,
-        upstream: "tool",
-      });
-      const us = Math.round((performance.now() - t0) * 1000);
-      if (r.decision?.policy_decision !== "allow" || !r.forwarded)
-        throw new Error(`unexpected result ${JSON.stringify(r)}`);
-      h?.recordValue(Math.max(1, us));
+    /** Invokes through the sidecar on a chain of its own; `upstream` null: decide only. */
+    const sidecarCaller = (upstream: string | null) => {
+      const state = { chainId: "", calls: callsPerChain };
+      const call = async (h: Histogram | null) => {
+        if (state.calls >= callsPerChain) {
+          state.chainId = (
+            await unary<{ chain_id: string }>("OpenChain", { name: "bench-sidecar-overhead" })
+          ).chain_id;
+          state.calls = 0;
+        }
+        state.calls++;
+        const t0 = performance.now();
+        const r = await unary<InvokeResponse__Output>("Invoke", {
+          chain_id: state.chainId,
+          agent_name: "bench-agent",
+          action_name: "search",
+          payload: struct,
+          upstream: upstream ?? "",
+        });
+        const us = Math.round((performance.now() - t0) * 1000);
+        if (r.decision?.policy_decision !== "allow" || r.forwarded !== (upstream !== null)) {
+          throw new Error(`unexpected result ${JSON.stringify(r)}`);
+        }
+        h?.recordValue(Math.max(1, us));
+      };
+      return { call, state };
     };
+    const viaSidecar = sidecarCaller("tool");
+    const sidecarDecideOnly = sidecarCaller(null);
     const direct = async (h: Histogram | null) => {
       const t0 = performance.now();
       await directCall(url, agent, body);
@@ -277,45 +286,55 @@ async function main() {
     for (let i = 0; i < warmup; i++) {
       await direct(null);
       await decisionOnly(null);
-      await viaSidecar(null);
+      await sidecarDecideOnly.call(null);
+      await viaSidecar.call(null);
     }
 
-    /** Interleaved rounds of the three kinds, `gapMs` idle between calls (0: back to back). */
+    /** Interleaved rounds of the four kinds, `gapMs` idle between calls (0: back to back). */
     const measure = async (mode: Mode): Promise<ModeResult> => {
-      const all = { direct: latencyHistogram(), decision: latencyHistogram(), sidecar: latencyHistogram() };
+      const kinds = [
+        ["direct", direct],
+        ["decision", decisionOnly],
+        ["sidecarDecide", sidecarDecideOnly.call],
+        ["sidecar", viaSidecar.call],
+      ] as const;
+      const histograms = () => ({
+        direct: latencyHistogram(),
+        decision: latencyHistogram(),
+        sidecarDecide: latencyHistogram(),
+        sidecar: latencyHistogram(),
+      });
+      const all = histograms();
       const perRoundAdded: { p50: number; p99: number }[] = [];
       const pause = () => (mode.gapMs > 0 ? sleep(mode.gapMs) : Promise.resolve());
       for (let r = 0; r < rounds; r++) {
-        const round = {
-          direct: latencyHistogram(),
-          decision: latencyHistogram(),
-          sidecar: latencyHistogram(),
-        };
-        for (const [kind, fn] of [
-          ["direct", direct],
-          ["decision", decisionOnly],
-          ["sidecar", viaSidecar],
-        ] as const) {
+        const round = histograms();
+        for (const [kind, fn] of kinds) {
           for (let i = 0; i < perRound; i++) {
             await fn(round[kind]);
             await pause();
           }
           all[kind].add(round[kind]);
         }
-        const [d, g, sc] = [
-          percentilesMs(round.direct),
-          percentilesMs(round.decision),
-          percentilesMs(round.sidecar),
-        ];
+        const [d, g, sd, sc] = [round.direct, round.decision, round.sidecarDecide, round.sidecar].map(
+          percentilesMs,
+        ) as [Percentiles, Percentiles, Percentiles, Percentiles];
         perRoundAdded.push({ p50: sc.p50 - d.p50, p99: sc.p99 - d.p99 });
         progress(
-          `  ${mode.name} round ${r + 1}: direct p50 ${fmt(d.p50)} p99 ${fmt(d.p99)} | decision only p50 ${fmt(g.p50)} p99 ${fmt(g.p99)} | sidecar p50 ${fmt(sc.p50)} p99 ${fmt(sc.p99)} | added p50 ${fmt(sc.p50 - d.p50)} p99 ${fmt(sc.p99 - d.p99)}`,
+          `  ${mode.name} round ${r + 1}: direct p50 ${fmt(d.p50)} | decision only p50 ${fmt(g.p50)} | sidecar, no tool p50 ${fmt(sd.p50)} | sidecar p50 ${fmt(sc.p50)} p99 ${fmt(sc.p99)} | added p50 ${fmt(sc.p50 - d.p50)} p99 ${fmt(sc.p99 - d.p99)}`,
         );
       }
       const d = percentilesMs(all.direct);
-      const g = percentilesMs(all.decision);
       const sc = percentilesMs(all.sidecar);
-      return { mode, d, g, s: sc, added: { p50: sc.p50 - d.p50, p99: sc.p99 - d.p99 }, perRoundAdded };
+      return {
+        mode,
+        d,
+        g: percentilesMs(all.decision),
+        sd: percentilesMs(all.sidecarDecide),
+        s: sc,
+        added: { p50: sc.p50 - d.p50, p99: sc.p99 - d.p99 },
+        perRoundAdded,
+      };
     };
     const results: ModeResult[] = [];
     for (const mode of modes) results.push(await measure(mode));
@@ -329,6 +348,7 @@ async function main() {
 
     // The service recorded every call of the last chain, and bound each outcome.
     await sleep(200);
+    const { chainId, calls: chainCalls } = viaSidecar.state;
     const last = (await api(`${svc.url}/v1/chains/${chainId}`, apiKey, "GET")) as {
       events: { outcome: unknown }[];
     };
@@ -348,7 +368,9 @@ async function main() {
           `through sidecar: p50 ${fmt(r.s.p50)}  p99 ${fmt(r.s.p99)}  (n=${r.s.count})\n` +
           `added:           p50 ${fmt(r.added.p50)} (target ≤ ${TARGET_P50_MS} ms: ${r.added.p50 <= TARGET_P50_MS ? "met" : "MISSED"})  ` +
           `p99 ${fmt(r.added.p99)} (target ≤ ${TARGET_P99_MS} ms: ${r.added.p99 <= TARGET_P99_MS ? "met" : "MISSED"})\n` +
-          `sidecar share of the added p50: ${fmt(r.added.p50 - r.g.p50)} (added − decision only)\n`,
+          `sidecar share of the added p50: ${fmt(r.added.p50 - r.g.p50)} (added − decision only), of which ` +
+          `${fmt(r.sd.p50 - r.g.p50)} the gRPC hop and the sidecar's own work (sidecar without a tool: p50 ${fmt(r.sd.p50)}) ` +
+          `and ${fmt(r.s.p50 - r.sd.p50 - r.d.p50)} forwarding (beyond the direct call) plus the previous call's outcome report\n`,
       );
     }
     process.stdout.write(
@@ -389,6 +411,7 @@ interface ModeResult {
   mode: Mode;
   d: Percentiles;
   g: Percentiles;
+  sd: Percentiles;
   s: Percentiles;
   added: { p50: number; p99: number };
   perRoundAdded: { p50: number; p99: number }[];
@@ -421,6 +444,7 @@ function resultRows(r: ModeResult, repeats: number): ResultRow[] {
     row("direct p99", r.d.p99, null, "—", null, null),
     row("decision only p50 (SDK → service)", r.g.p50, null, "—", null, null),
     row("decision only p99 (SDK → service)", r.g.p99, null, "—", null, null),
+    row("through sidecar, no tool p50 (decide only)", r.sd.p50, null, "—", null, null),
     row("through sidecar p50", r.s.p50, r.d.p50, "—", null, null),
     row("through sidecar p99", r.s.p99, r.d.p99, "—", null, null),
     row(

@@ -31,6 +31,9 @@ describe("bench/sidecar-overhead --quick", () => {
       const sidecar = line("through sidecar");
       const added = /^added: +p50 (-?\d+\.\d{3}) ms .*p99 (-?\d+\.\d{3}) ms/m.exec(section);
       expect(direct && decision && sidecar && added, `${mode}:\n${out}`).toBeTruthy();
+      expect(section).toMatch(
+        /^sidecar share of the added p50: -?\d+\.\d{3} ms .*sidecar without a tool: p50 \d+\.\d{3} ms/m,
+      );
       // added = through sidecar − direct, at each percentile
       expect(Number(added![1])).toBeCloseTo(Number(sidecar![1]) - Number(direct![1]), 2);
       expect(Number(added![2])).toBeCloseTo(Number(sidecar![2]) - Number(direct![2]), 2);
