@@ -17,7 +17,14 @@ import type { Governor } from "./governor.js";
 import type { Logger } from "./logger.js";
 import { encodeDecision, gatewayService, loadGateway, SERVICE_NAME } from "./proto.js";
 import { jsonToStruct } from "./struct.js";
-import { parseChainId, parseComplete, parseGetDecision, parseInvoke, parseOpenChain } from "./validate.js";
+import {
+  type InvokeInput,
+  parseChainId,
+  parseComplete,
+  parseGetDecision,
+  parseInvoke,
+  parseOpenChain,
+} from "./validate.js";
 
 /** Converts the SDK's decision into the proto Decision (absent optional = null). */
 export function toProtoDecision(d: PolicyDecision, chainId: string): Decision {
@@ -109,16 +116,14 @@ export function gatewayHandlers(o: GrpcServerOptions): ToolGatewayHandlers {
     Invoke(call, callback) {
       const chainId = call.request.chain_id || null;
       answer(callback, log, chainId, async () => {
-        const controller = callController(call);
-        const input = (() => {
-          try {
-            return parseInvoke(call.request, o.upstreamNames, o.maxPayloadBytes);
-          } catch (err) {
-            governor.countInvalid("grpc");
-            throw err;
-          }
-        })();
-        const r = await governor.invoke(input, controller, "grpc");
+        let input: InvokeInput;
+        try {
+          input = parseInvoke(call.request, o.upstreamNames, o.maxPayloadBytes);
+        } catch (err) {
+          governor.countInvalid("grpc");
+          throw err;
+        }
+        const r = await governor.invoke(input, callController(call), "grpc");
         return {
           decision: toProtoDecision(r.decision, r.chainId),
           forwarded: r.forwarded,

@@ -138,7 +138,13 @@ export class McpFace {
       controller.abort(new GatewayError(ErrorCode.CANCELLED, "the MCP client cancelled the call"));
     signal.addEventListener("abort", onAbort, { once: true });
     try {
-      const payload = checkPayloadSize(args as JsonObject, this.#o.maxPayloadBytes);
+      let payload: JsonObject;
+      try {
+        payload = checkPayloadSize(args as JsonObject, this.#o.maxPayloadBytes);
+      } catch (err) {
+        this.#o.governor.countInvalid("mcp");
+        throw err;
+      }
       session.chainId ??= this.#openChain(session);
       const chainId = await session.chainId.catch((err) => {
         session.chainId = null; // retry on the next call
