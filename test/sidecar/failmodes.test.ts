@@ -6,8 +6,6 @@
  */
 import { status } from "@grpc/grpc-js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { InvokeResponse__Output } from "../../sidecar/generated/tollgate/v1/InvokeResponse.js";
-import { jsonToStruct } from "../../sidecar/struct.js";
 import { expectFailure, type Stack, startStack } from "./harness.js";
 
 describe("sidecar fail modes with the service stopped", () => {
@@ -25,13 +23,7 @@ describe("sidecar fail modes with the service stopped", () => {
   afterAll(async () => s?.close());
 
   const invoke = (action: string, payload: Record<string, unknown>) =>
-    s.rpc<InvokeResponse__Output>("Invoke", {
-      chain_id: chainId,
-      agent_name: "worker",
-      action_name: action,
-      payload: jsonToStruct(payload),
-      upstream: "tools",
-    });
+    s.invoke({ chain_id: chainId, action_name: action, payload, upstream: "tools" });
   const calls = (action: string) =>
     s.tools.calls.filter((c) => c.headers["x-tollgate-action-name"] === action);
 

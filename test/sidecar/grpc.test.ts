@@ -7,8 +7,7 @@ import type { ClientUnaryCall } from "@grpc/grpc-js";
 import { status } from "@grpc/grpc-js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Decision__Output } from "../../sidecar/generated/tollgate/v1/Decision.js";
-import type { InvokeResponse__Output } from "../../sidecar/generated/tollgate/v1/InvokeResponse.js";
-import { jsonToStruct, structToJson } from "../../sidecar/struct.js";
+import { structToJson } from "../../sidecar/struct.js";
 import type { SignedReceipt } from "../../src/receipts/schema.js";
 import { expectFailure, type Stack, startStack } from "./harness.js";
 
@@ -42,12 +41,7 @@ describe("sidecar gRPC ToolGateway", () => {
   });
   afterAll(async () => s?.close());
 
-  const invoke = (req: Record<string, unknown>, opts?: Parameters<Stack["rpc"]>[2]) =>
-    s.rpc<InvokeResponse__Output>(
-      "Invoke",
-      { agent_name: "worker", ...req, payload: jsonToStruct((req.payload as Record<string, unknown>) ?? {}) },
-      opts,
-    );
+  const invoke: Stack["invoke"] = (req, opts) => s.invoke(req, opts);
   const toolCalls = (action: string) =>
     s.tools.calls.filter((c) => c.headers["x-tollgate-action-name"] === action);
 

@@ -11,9 +11,11 @@ import path from "node:path";
 import * as grpc from "@grpc/grpc-js";
 import { parseConfig, readApiKey, type SidecarConfigInput } from "../../sidecar/config.js";
 import type { Decision__Output } from "../../sidecar/generated/tollgate/v1/Decision.js";
+import type { InvokeResponse__Output } from "../../sidecar/generated/tollgate/v1/InvokeResponse.js";
 import type { ToolGatewayClient } from "../../sidecar/generated/tollgate/v1/ToolGateway.js";
 import { createGatewayClient, decodeDecision } from "../../sidecar/proto.js";
 import { type Sidecar, startSidecar } from "../../sidecar/sidecar.js";
+import { jsonToStruct } from "../../sidecar/struct.js";
 import { startTestService, type TestService } from "../support/service.js";
 
 /** One request the tool server received. */
@@ -144,6 +146,14 @@ export interface Stack {
     request: unknown,
     opts?: Parameters<typeof unary>[3],
   ): Promise<Res>;
+  /**
+   * Invoke with the payload given as plain JSON (converted to a Struct) and agent_name
+   * defaulting to "worker".
+   */
+  invoke(
+    request: Record<string, unknown>,
+    opts?: Parameters<typeof unary>[3],
+  ): Promise<InvokeResponse__Output>;
   /** Opens a chain through the sidecar and returns its id. */
   openChain(name?: string, metadata?: Record<string, unknown>): Promise<string>;
   /** Decides an approval over real HTTP with the organization's admin API key. */
@@ -223,8 +233,17 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
     configInput,
     apiKey,
     rpc,
+    invoke: (request, o) =>
+      rpc<InvokeResponse__Output>(
+        "Invoke",
+        {
+          agent_name: "worker",
+          ...request,
+          payload: jsonToStruct((request.payload as Record<string, unknown>) ?? {}),
+        },
+        o,
+      ),
     async openChain(name = "test-chain", metadata = {}) {
-      const { jsonToStruct } = await import("../../sidecar/struct.js");
       const r = await rpc<{ chain_id: string }>("OpenChain", { name, metadata: jsonToStruct(metadata) });
       return r.chain_id;
     },

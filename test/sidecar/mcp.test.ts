@@ -10,8 +10,6 @@ import path from "node:path";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { InvokeResponse__Output } from "../../sidecar/generated/tollgate/v1/InvokeResponse.js";
-import { jsonToStruct } from "../../sidecar/struct.js";
 import type { SignedReceipt } from "../../src/receipts/schema.js";
 import { memoryServerEntry, type Stack, startStack } from "./harness.js";
 
@@ -57,13 +55,7 @@ describe("MCP upstream and MCP face (server-memory over stdio)", () => {
   it("gRPC Invoke forwards to an MCP tool and returns its CallToolResult", async () => {
     const chainId = await s.openChain("grpc-to-mcp");
     const invoke = (action: string, payload: Record<string, unknown>) =>
-      s.rpc<InvokeResponse__Output>("Invoke", {
-        chain_id: chainId,
-        agent_name: "worker",
-        action_name: action,
-        payload: jsonToStruct(payload),
-        upstream: "memory",
-      });
+      s.invoke({ chain_id: chainId, action_name: action, payload, upstream: "memory" });
     const created = await invoke("create_entities", {
       entities: [{ name: "Ada", entityType: "person", observations: ["wrote the first program"] }],
     });
