@@ -123,7 +123,10 @@ describe("POST /v1/chains/{chain_id}/events/{event_id}/outcome", () => {
     });
     expect(anonymous.statusCode).toBe(401);
     // none of the refused reports left a trace; of two concurrent reports exactly one wins
-    const both = await Promise.all([report(chainId, ev.event_id, success), report(chainId, ev.event_id, success)]);
+    const both = await Promise.all([
+      report(chainId, ev.event_id, success),
+      report(chainId, ev.event_id, success),
+    ]);
     expect(both.map((r) => r.statusCode).sort()).toEqual([200, 409]);
   });
 });
