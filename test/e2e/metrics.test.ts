@@ -18,7 +18,6 @@ import { freePort } from "../support/postgres.js";
 import { promtoolCheckMetrics, sample, scrape } from "../support/promtool.js";
 
 const root = path.resolve(import.meta.dirname, "../..");
-const tsx = path.join(root, "node_modules/.bin/tsx");
 
 interface Proc {
   child: ChildProcess;
@@ -27,7 +26,8 @@ interface Proc {
 
 function start(args: string[], env: Record<string, string>): Proc {
   let logs = "";
-  const child = spawn(tsx, args, {
+  // node --import tsx (not the tsx wrapper) so that killing the child kills the process itself
+  const child = spawn(process.execPath, ["--import", "tsx", ...args], {
     cwd: root,
     env: { ...process.env, ...env },
     stdio: ["ignore", "pipe", "pipe"],

@@ -32,7 +32,7 @@ describe("README: npm start and the curl walkthrough", () => {
     // send SIGTERM to the service itself rather than to npm.
     const pkg = JSON.parse(readFileSync(path.join(root, "package.json"), "utf8"));
     expect(pkg.scripts.start).toBe("tsx src/service/main.ts");
-    proc = spawn(path.join(root, "node_modules/.bin/tsx"), ["src/service/main.ts"], {
+    proc = spawn(process.execPath, ["--import", "tsx", "src/service/main.ts"], {
       cwd: root,
       env: {
         ...process.env,
