@@ -21,6 +21,22 @@ describe("errors at the boundary", () => {
   });
   afterAll(async () => t?.close());
 
+  /** A pending approval on chain A (it blocks the chain until releaseApproval). */
+  const pendingApproval = async (): Promise<string> =>
+    (
+      await t.call("POST", `/v1/chains/${chainA}/actions`, {
+        token: a.clientKey,
+        body: {
+          agent_name: "p",
+          action_type: "tool_call",
+          action_name: "pay",
+          payload: { amount_usd: 6000 },
+        },
+      })
+    ).json().approval_id;
+  const releaseApproval = (approvalId: string) =>
+    t.call("POST", `/v1/approvals/${approvalId}/decision`, { token: a.adminKey, body: { decision: "deny" } });
+
   const count = async (table: string) =>
     Number((await t.service.ctx.db.query(`SELECT count(*)::int AS n FROM ${table}`)).rows[0]!.n);
 
@@ -111,18 +127,8 @@ describe("errors at the boundary", () => {
       email: "mem@a.example",
       clock: t.clock,
     });
-    const pay = (
-      await t.call("POST", `/v1/chains/${chainA}/actions`, {
-        token: a.clientKey,
-        body: {
-          agent_name: "p",
-          action_type: "tool_call",
-          action_name: "pay",
-          payload: { amount_usd: 6000 },
-        },
-      })
-    ).json();
-    const m = await t.call("POST", `/v1/approvals/${pay.approval_id}/decision`, {
+    const approvalId = await pendingApproval();
+    const m = await t.call("POST", `/v1/approvals/${approvalId}/decision`, {
       token: s.token,
       body: { decision: "approve" },
     });
@@ -131,10 +137,7 @@ describe("errors at the boundary", () => {
     expect((await t.call("DELETE", "/v1/admin/organizations/org-a", { token: a.adminKey })).statusCode).toBe(
       403,
     );
-    await t.call("POST", `/v1/approvals/${pay.approval_id}/decision`, {
-      token: a.adminKey,
-      body: { decision: "deny" },
-    });
+    await releaseApproval(approvalId);
   });
 
   it("another organization's ids are 404, never 403", async () => {
@@ -150,18 +153,8 @@ describe("errors at the boundary", () => {
     expect((await t.call("POST", `/v1/chains/${chainA}/complete`, { token: b.clientKey })).statusCode).toBe(
       404,
     );
-    const pay = (
-      await t.call("POST", `/v1/chains/${chainA}/actions`, {
-        token: a.clientKey,
-        body: {
-          agent_name: "p",
-          action_type: "tool_call",
-          action_name: "pay",
-          payload: { amount_usd: 6000 },
-        },
-      })
-    ).json();
-    const probe = await t.call("POST", `/v1/approvals/${pay.approval_id}/decision`, {
+    const approvalId = await pendingApproval();
+    const probe = await t.call("POST", `/v1/approvals/${approvalId}/decision`, {
       token: b.adminKey,
       body: { decision: "approve" },
     });
@@ -169,10 +162,7 @@ describe("errors at the boundary", () => {
     expect((await t.call("GET", "/v1/admin/organizations/org-a", { token: b.adminKey })).statusCode).toBe(
       404,
     );
-    await t.call("POST", `/v1/approvals/${pay.approval_id}/decision`, {
-      token: a.adminKey,
-      body: { decision: "deny" },
-    });
+    await releaseApproval(approvalId);
   });
 
   it("an unknown route is a 404 in the same error shape", async () => {
