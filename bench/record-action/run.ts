@@ -7,6 +7,7 @@
  *   npx tsx bench/record-action/run.ts [--clients 16,32] [--seconds 10] [--repeats 3] [--quick]
  */
 import { parseArgs } from "node:util";
+import { benchClient } from "../lib/http.js";
 import { api, benchOrg, pgbenchInsert, startDatabase, startServiceProcess } from "../lib/parts.js";
 import { progress, report } from "../lib/report.js";
 import { latencyHistogram, median, percentilesMs, type ResultRow, spreadPct } from "../lib/stats.js";
@@ -38,22 +39,23 @@ async function load(url: string, key: string, clients: number, secs: number) {
     action_name: "read_file",
     payload: { path: "/data/x.txt" },
   });
-  const headers = { authorization: `Bearer ${key}`, "content-type": "application/json" };
+  const headers = { authorization: `Bearer ${key}` };
+  const client = benchClient(url, clients);
   const start = performance.now();
   const end = start + secs * 1000;
   await Promise.all(
     chains.map(async (c) => {
-      const target = `${url}/v1/chains/${c.chain_id}/actions`;
+      const target = `/v1/chains/${c.chain_id}/actions`;
       while (performance.now() < end) {
         const t0 = performance.now();
-        const r = await fetch(target, { method: "POST", headers, body });
-        await r.arrayBuffer();
+        const r = await client.request("POST", target, headers, body);
         if (r.status !== 200) errors++;
         hist.recordValue(Math.max(1, Math.round((performance.now() - t0) * 1000)));
       }
     }),
   );
   const elapsed = (performance.now() - start) / 1000;
+  client.close();
   const p = percentilesMs(hist);
   return { perSecond: p.count / elapsed, p50: p.p50, p99: p.p99, errors };
 }

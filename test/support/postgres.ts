@@ -14,6 +14,8 @@ export interface PostgresCluster {
   url: string;
   port: number;
   binDir: string;
+  /** Directory of the unix socket (`host` for a socket connection). */
+  socketDir: string;
   stop(): Promise<void>;
 }
 
@@ -113,6 +115,7 @@ export async function startPostgres(): Promise<PostgresCluster> {
     url,
     port,
     binDir,
+    socketDir: dir,
     async stop() {
       // runuser does not forward signals to postgres: ask pg_ctl (as the same user) to stop it.
       if (child.exitCode === null) {
