@@ -9,12 +9,15 @@ import {
   serializerCompiler,
   validatorCompiler,
 } from "fastify-type-provider-zod";
-import { authenticate, bearerOf } from "./auth.js";
+import { API_KEY_PREFIX, ApiKeyCache, authenticate, bearerOf } from "./auth.js";
 import { type Clock, systemClock } from "./clock.js";
 import type { ServiceContext } from "./context.js";
 import { dashboardPlugin } from "./dashboard/plugin.js";
 import type { Database } from "./db/pool.js";
+import { ApprovalListener } from "./domain/approval-listener.js";
+import { ApprovalWaiters } from "./domain/approval-waiters.js";
 import { escalateApprovalJob, timeoutApprovalJob } from "./domain/approvals.js";
+import { ChainStateCache } from "./domain/chain-state.js";
 import { type JobHandler, Scheduler } from "./domain/jobs.js";
 import { SigningKeys } from "./domain/keys.js";
 import { OrgConfigCache } from "./domain/orgs.js";
@@ -35,6 +38,11 @@ import "./context.js";
 /** Options of buildService. Secrets: masterKey, adminToken. */
 export interface ServiceOptions {
   db: Database;
+  /**
+   * PostgreSQL URL of `db` (a secret). With it, one extra connection LISTENs for approval
+   * changes so that held approval-status requests wake on decisions made by other replicas.
+   */
+  databaseUrl?: string;
   masterKey: Buffer;
   adminToken: string;
   publicUrl?: string;
@@ -67,7 +75,10 @@ export async function buildService(opts: ServiceOptions): Promise<Service> {
     clock,
     log,
     configs: new OrgConfigCache(),
+    chains: new ChainStateCache(),
+    apiKeys: new ApiKeyCache(),
     keys: new SigningKeys(opts.db, opts.masterKey, clock),
+    approvalWaiters: new ApprovalWaiters(),
     metrics: createMetrics(opts.db, { defaultMetrics: opts.defaultMetrics }),
     receiptHmacKey: deriveKey(opts.masterKey, "receipt-hmac"),
     linkKey: deriveKey(opts.masterKey, "approval-links"),
@@ -91,7 +102,12 @@ export async function buildService(opts: ServiceOptions): Promise<Service> {
 
   app.addHook("onRequest", async (req) => {
     const secret = bearerOf(req);
-    req.principal = secret ? await authenticate(ctx.db, secret, ctx.adminToken, clock.nowMs()) : null;
+    // Routes whose guarded write re-checks the API key may resolve it from memory (ADR 0006).
+    req.principal = !secret
+      ? null
+      : req.routeOptions.config.cachedApiKey && secret.startsWith(API_KEY_PREFIX)
+        ? await ctx.apiKeys.resolve(ctx.db, secret, clock.nowMs())
+        : await authenticate(ctx.db, secret, ctx.adminToken, clock.nowMs());
     if (secret && !req.principal)
       throw new ApiError(401, "TG_ERR_UNAUTHENTICATED", "The API key or session is invalid or revoked");
   });
@@ -152,6 +168,18 @@ export async function buildService(opts: ServiceOptions): Promise<Service> {
       ? createOutboxWorker(ctx, opts.smtp, { intervalMs: opts.schedulerIntervalMs ?? 1000 })
       : null;
   outbox?.start();
+  const listener =
+    opts.databaseUrl && opts.db.kind === "postgres"
+      ? new ApprovalListener(
+          opts.databaseUrl,
+          {
+            onNotify: (chainId) => ctx.approvalWaiters.wake(chainId),
+            onReconnect: () => ctx.approvalWaiters.wakeAll(),
+          },
+          log,
+        )
+      : null;
+  await listener?.start();
 
   return {
     app: app as unknown as FastifyInstance,
@@ -159,9 +187,12 @@ export async function buildService(opts: ServiceOptions): Promise<Service> {
     jobHandlers,
     async close() {
       shuttingDown = true;
+      // Held approval-status requests answer now with the current status, before draining.
+      ctx.approvalWaiters.close();
       await scheduler?.stop();
       await outbox?.stop();
       await app.close();
+      await listener?.close();
     },
   };
 }

@@ -60,15 +60,70 @@ export async function authenticate(
     const s = rows[0];
     return s ? { kind: "user", orgId: s.org_id, email: s.email, roles: s.roles, sessionId: s.id } : null;
   }
-  if (secret.startsWith(API_KEY_PREFIX)) {
-    const { rows } = await q.query(
-      "SELECT id, org_id, name, role FROM api_keys WHERE key_hash = $1 AND revoked_at IS NULL",
-      [hashSecret(secret)],
-    );
-    const k = rows[0];
-    return k ? { kind: "api_key", orgId: k.org_id, keyId: k.id, keyName: k.name, role: k.role } : null;
-  }
+  if (secret.startsWith(API_KEY_PREFIX)) return apiKeyPrincipal(q, hashSecret(secret));
   return safeEqual(secret, adminToken) ? { kind: "service_admin" } : null;
+}
+
+type ApiKeyPrincipal = Extract<Principal, { kind: "api_key" }>;
+
+/** The unrevoked API key whose secret hashes to `hash`, as a principal; null when none. */
+async function apiKeyPrincipal(q: Queryable, hash: string): Promise<ApiKeyPrincipal | null> {
+  const { rows } = await q.query(
+    "SELECT id, org_id, name, role FROM api_keys WHERE key_hash = $1 AND revoked_at IS NULL",
+    [hash],
+  );
+  const k = rows[0];
+  return k ? { kind: "api_key", orgId: k.org_id, keyId: k.id, keyName: k.name, role: k.role } : null;
+}
+
+/** How long a remembered API key is used without a database lookup, in ms. */
+const API_KEY_CACHE_TTL_MS = 60_000;
+
+/**
+ * API keys resolved recently, by the SHA-256 of the secret (never the secret itself). Only
+ * routes that re-check the key inside their own guarded write use it — recording an action
+ * checks `revoked_at IS NULL` in the statement that writes the event, so a revoked key is
+ * refused on its next use, on every replica (docs/adr/0006).
+ */
+export class ApiKeyCache {
+  readonly #entries = new Map<string, { principal: ApiKeyPrincipal; untilMs: number }>();
+  constructor(private readonly capacity = 10_000) {}
+
+  /** The principal of an API key secret: from memory when fresh, else from the database. */
+  async resolve(q: Queryable, secret: string, nowMs: number): Promise<Principal | null> {
+    const hash = hashSecret(secret);
+    const hit = this.#entries.get(hash);
+    if (hit && hit.untilMs > nowMs) return hit.principal;
+    this.#entries.delete(hash);
+    const principal = await apiKeyPrincipal(q, hash);
+    if (!principal) return null;
+    if (this.#entries.size >= this.capacity)
+      this.#entries.delete(this.#entries.keys().next().value as string);
+    this.#entries.set(hash, { principal, untilMs: nowMs + API_KEY_CACHE_TTL_MS });
+    return principal;
+  }
+
+  /** Forgets a key (revoked, or refused by a guarded write). */
+  invalidate(keyId: string): void {
+    for (const [hash, e] of this.#entries) if (e.principal.keyId === keyId) this.#entries.delete(hash);
+  }
+}
+
+/**
+ * Revokes an API key of an organization (idempotent) and forgets it in this process's cache;
+ * other replicas refuse it on its next guarded write. Returns false when no such key exists.
+ */
+export async function revokeApiKey(
+  q: Queryable,
+  cache: ApiKeyCache,
+  opts: { orgId: string; keyId: string; nowMs: number },
+): Promise<boolean> {
+  const { rowCount } = await q.query(
+    "UPDATE api_keys SET revoked_at = COALESCE(revoked_at, $3) WHERE id = $1 AND org_id = $2",
+    [opts.keyId, opts.orgId, new Date(opts.nowMs)],
+  );
+  cache.invalidate(opts.keyId);
+  return Boolean(rowCount);
 }
 
 /** Creates an API key; returns the plaintext once (spec: shown once, stored as a hash). */

@@ -1,8 +1,11 @@
 /**
  * What every route needs, built once per service instance and decorated onto Fastify.
  */
+import type { ApiKeyCache } from "./auth.js";
 import type { Clock } from "./clock.js";
 import type { Database } from "./db/pool.js";
+import type { ApprovalWaiters } from "./domain/approval-waiters.js";
+import type { ChainStateCache } from "./domain/chain-state.js";
 import type { SigningKeys } from "./domain/keys.js";
 import type { OrgConfigCache } from "./domain/orgs.js";
 import type { Logger } from "./logger.js";
@@ -14,7 +17,13 @@ export interface ServiceContext {
   clock: Clock;
   log: Logger;
   configs: OrgConfigCache;
+  /** Chain states remembered by the recording hot path (docs/adr/0006). */
+  chains: ChainStateCache;
+  /** API keys resolved recently, for routes that re-check the key in their write. */
+  apiKeys: ApiKeyCache;
   keys: SigningKeys;
+  /** Held approval-status requests (`wait`), woken when their approval is resolved. */
+  approvalWaiters: ApprovalWaiters;
   metrics: Metrics;
   /** Derived from the master key; signs receipts. Never leaves the service. */
   receiptHmacKey: Buffer;
@@ -31,5 +40,9 @@ declare module "fastify" {
   }
   interface FastifyRequest {
     principal: import("./auth.js").Principal | null;
+  }
+  interface FastifyContextConfig {
+    /** The route re-checks the API key inside its own write, so the key may come from ApiKeyCache. */
+    cachedApiKey?: boolean;
   }
 }

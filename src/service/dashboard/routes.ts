@@ -6,7 +6,7 @@
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import { z } from "zod";
-import { createApiKey } from "../auth.js";
+import { createApiKey, revokeApiKey } from "../auth.js";
 import {
   type DecideApproval,
   decideApproval,
@@ -464,11 +464,8 @@ export async function dashboardRoutes(app: FastifyInstance, deps: DashboardDeps)
     const v = requireAdmin(req);
     const keyId = parseFields(req.params as Record<string, unknown>, z.object({ key_id: Uuid })).key_id;
     parseForm(req, deps, v, z.object({}));
-    const { rowCount } = await ctx.db.query(
-      "UPDATE api_keys SET revoked_at = COALESCE(revoked_at, $3) WHERE id = $1 AND org_id = $2",
-      [keyId, v.orgId, new Date(now())],
-    );
-    if (!rowCount) throw notFound("API key");
+    if (!(await revokeApiKey(ctx.db, ctx.apiKeys, { orgId: v.orgId, keyId, nowMs: now() })))
+      throw notFound("API key");
     return reply.redirect("/dashboard/admin/api-keys?done=key-revoked", 303);
   });
 

@@ -17,8 +17,9 @@ import {
 } from "../../policy/schema.js";
 import type { Clock } from "../clock.js";
 import type { Database, Queryable } from "../db/pool.js";
-import { conflict, notFound } from "../errors.js";
+import { conflict, notFound, unauthorized } from "../errors.js";
 import { enqueueApprovalRequested, scheduleApprovalTimers } from "./approvals.js";
+import type { ChainState, ChainStateCache } from "./chain-state.js";
 import { type Organization, type OrgConfigCache, orgById, orgState } from "./orgs.js";
 
 /** Chain status values (the spec names pending_approval; the rest are ours, see README). */
@@ -151,20 +152,23 @@ export type RecordResult = PolicyDecision & {
   chain_status: ChainStatus;
 };
 
-/** The evaluation of one action against a chain and its organization. */
+/** The evaluation of one action against a chain and its organization (pure engine, cached config). */
 async function evaluateAction(
   q: Queryable,
-  chain: ChainRow,
-  org: Organization,
+  state: ChainState,
   action: Action,
   configs: OrgConfigCache,
   nowMs: number,
 ) {
+  const { row: chain, org } = state;
   const compiled = await configs.get(q, org);
-  const config = mergePolicyConfig(
-    compiled.config,
-    PolicyConfigPatchSchema.parse(chain.policy_config as never),
-  );
+  if (state.merged?.version !== compiled.version) {
+    state.merged = {
+      version: compiled.version,
+      config: mergePolicyConfig(compiled.config, PolicyConfigPatchSchema.parse(chain.policy_config as never)),
+    };
+  }
+  const config = state.merged.config;
   const input = {
     config,
     org: orgState(org),
@@ -264,21 +268,35 @@ function result(
   };
 }
 
+/** What recordAction needs besides the action. */
+export interface RecordContext {
+  orgId: string;
+  chainId: string;
+  clock: Clock;
+  configs: OrgConfigCache;
+  /** Chain states this process remembers between actions (docs/adr/0006). */
+  chains: ChainStateCache;
+  /** The API key recording, re-checked inside the guarded write; null for user sessions. */
+  keyId: string | null;
+}
+
 /**
  * Records one action into an open chain and returns the backend's decision.
  *
- * The hot path takes three round trips: authenticate (in the route hook), read the chain with
- * its organization, and one statement that advances the chain's event counter only if nobody
- * else did (optimistic concurrency) and inserts the event in the same statement. A lost race is
- * retried; a require_approval outcome takes the locked transaction, which also writes the
- * approval, its durable timers and the notifications.
- * @throws ApiError 404 unknown chain; 409 TG_ERR_CHAIN_COMPLETED (sealed chain),
- *   TG_ERR_APPROVAL_PENDING (an earlier action still awaits approval), TG_ERR_CHAIN_PAUSED
- *   (auto-paused chain).
+ * The hot path is one round trip: with the chain's state remembered from this process's last
+ * write (ChainStateCache), the policy engine decides in memory and one statement writes the
+ * event and advances the chain — guarded by the chain row's version, the organization's
+ * config_version, kill switch and pause flags, and the API key not being revoked. When a guard
+ * fails (someone else wrote) the state is read again and the write retried; a require_approval
+ * outcome takes the locked transaction, which also writes the approval, its durable timers and
+ * the notifications (docs/adr/0005, 0006).
+ * @throws ApiError 401 TG_ERR_UNAUTHENTICATED (the API key was revoked); 404 unknown chain;
+ *   409 TG_ERR_CHAIN_COMPLETED (sealed chain), TG_ERR_APPROVAL_PENDING (an earlier action still
+ *   awaits approval), TG_ERR_CHAIN_PAUSED (auto-paused chain).
  */
 export async function recordAction(
   db: Database,
-  opts: { orgId: string; chainId: string; action: Action; clock: Clock; configs: OrgConfigCache },
+  opts: RecordContext & { action: Action },
 ): Promise<RecordResult> {
   const nowMs = opts.clock.nowMs();
   const { payload } = sanitizePayload(opts.action.payload ?? {}, {
@@ -286,58 +304,113 @@ export async function recordAction(
   });
   const action: Action = { ...opts.action, payload };
   for (let attempt = 0; attempt < 3; attempt++) {
-    const done = await recordOptimistic(db, opts, action, nowMs);
-    if (done) return done;
+    const state =
+      (attempt === 0 && opts.chains.get(opts.chainId, opts.orgId)) || (await readChainState(db, opts));
+    assertAcceptsActions(state.row);
+    const { ev } = await evaluateAction(db, state, action, opts.configs, nowMs);
+    if (ev.decision.policy_decision === "require_approval") break;
+    const done = await writeGuarded(db, state, opts.keyId, action, ev, nowMs);
+    if (done) {
+      opts.chains.set(done.state);
+      return done.result;
+    }
+    opts.chains.delete(opts.chainId);
   }
+  opts.chains.delete(opts.chainId);
   return recordLocked(db, opts, action, nowMs);
 }
 
-/** The optimistic path; null when the chain moved underneath or approval is required. */
-async function recordOptimistic(
-  db: Database,
-  opts: { orgId: string; chainId: string; configs: OrgConfigCache },
-  action: Action,
-  nowMs: number,
-): Promise<RecordResult | null> {
-  const { rows } = await db.query(
-    "SELECT c.*, to_jsonb(o.*) AS org FROM chains c JOIN organizations o ON o.id = c.org_id WHERE c.id = $1 AND c.org_id = $2",
-    [opts.chainId, opts.orgId],
+/**
+ * Reads a chain with its organization and row version in one query.
+ * @throws ApiError 404 unknown chain; 401 when `keyId` names a revoked API key.
+ */
+async function readChainState(
+  q: Queryable,
+  opts: { orgId: string; chainId: string; keyId: string | null },
+): Promise<ChainState> {
+  const { rows } = await q.query(
+    `SELECT c.*, c.xmin::text AS row_xmin, to_jsonb(o.*) AS org,
+       $3::uuid IS NULL OR EXISTS (SELECT 1 FROM api_keys k WHERE k.id = $3 AND k.revoked_at IS NULL) AS key_ok
+     FROM chains c JOIN organizations o ON o.id = c.org_id WHERE c.id = $1 AND c.org_id = $2`,
+    [opts.chainId, opts.orgId, opts.keyId],
   );
   const row = rows[0];
   if (!row) throw notFound("Chain");
-  const chain = row as ChainRow;
-  assertAcceptsActions(chain);
-  const org = row.org as Organization;
-  const { ev } = await evaluateAction(db, chain, org, action, opts.configs, nowMs);
-  if (ev.decision.policy_decision === "require_approval") return null;
+  if (!row.key_ok) throw unauthorized("The API key or session is invalid or revoked");
+  const { row_xmin, org, key_ok: _, ...chain } = row;
+  return { row: chain as ChainRow, xmin: row_xmin as string, org: org as Organization };
+}
+
+/**
+ * One statement: advance the chain from the state that was read and insert the event, only if
+ * the chain, its organization and the API key are still as they were (see recordAction).
+ * Returns the new state and the result, or null when a guard failed and nothing was written.
+ */
+async function writeGuarded(
+  q: Queryable,
+  state: ChainState,
+  keyId: string | null,
+  action: Action,
+  ev: ReturnType<typeof evaluate>,
+  nowMs: number,
+): Promise<{ state: ChainState; result: RecordResult } | null> {
+  const { row: chain, org } = state;
   const sequence = chain.event_count + 1;
   const status: ChainStatus = ev.decision.auto_paused ? "paused" : chain.status;
   const ids = { eventId: randomUUID(), chainId: chain.id, orgId: org.id, sequence, approvalId: null };
   const values = eventValues(ids, action, ev, nowMs);
-  const update = chainUpdate(values.length + 2, ev, action.agent_name, sequence, status);
-  const placeholders = values.map((_, i) => `$${i + 1}`).join(", ");
-  const written = await db.query(
+  const n = values.length;
+  const guards = [
+    chain.id,
+    state.xmin,
+    org.id,
+    org.config_version,
+    org.kill_switch_active,
+    org.paused,
+    keyId,
+  ];
+  const g = (i: number) => `$${n + 1 + i}`;
+  const update = chainUpdate(n + guards.length + 1, ev, action.agent_name, sequence, status);
+  const { rows } = await q.query(
     `WITH advanced AS (
        UPDATE chains SET ${update.sql}
-       WHERE id = $${values.length + 1} AND event_count = ${sequence - 1} AND status = 'open' RETURNING id)
-     INSERT INTO chain_events (${EVENT_COLUMNS}) SELECT ${placeholders} FROM advanced`,
-    [...values, chain.id, ...update.values],
+       WHERE id = ${g(0)} AND xmin = ${g(1)}::xid AND event_count = ${sequence - 1} AND status = 'open'
+         AND EXISTS (SELECT 1 FROM organizations o WHERE o.id = ${g(2)} AND o.config_version = ${g(3)}
+           AND o.kill_switch_active = ${g(4)} AND o.paused = ${g(5)})
+         AND (${g(6)}::uuid IS NULL OR EXISTS (SELECT 1 FROM api_keys k WHERE k.id = ${g(6)} AND k.revoked_at IS NULL))
+       RETURNING chains.*, chains.xmin::text AS row_xmin),
+     inserted AS (INSERT INTO chain_events (${EVENT_COLUMNS}) SELECT ${values.map((_, i) => `$${i + 1}`).join(", ")} FROM advanced)
+     SELECT * FROM advanced`,
+    [...values, ...guards, ...update.values],
   );
-  return written.rowCount === 1 ? result(ev, ids, null, status) : null;
+  const written = rows[0];
+  if (!written) return null;
+  const { row_xmin, ...row } = written;
+  return {
+    state: { row: row as ChainRow, xmin: row_xmin as string, org, merged: state.merged },
+    result: result(ev, ids, null, status),
+  };
 }
 
 /** The locked path: one transaction holding the chain row; writes approvals when required. */
 async function recordLocked(
   db: Database,
-  opts: { orgId: string; chainId: string; configs: OrgConfigCache },
+  opts: { orgId: string; chainId: string; configs: OrgConfigCache; keyId: string | null },
   action: Action,
   nowMs: number,
 ): Promise<RecordResult> {
   return db.tx(async (q) => {
     const chain = await getChain(q, opts.orgId, opts.chainId, true);
     assertAcceptsActions(chain);
+    if (opts.keyId) await assertKeyActive(q, opts.keyId);
     const org = await orgById(q, opts.orgId);
-    const { ev, config } = await evaluateAction(q, chain, org, action, opts.configs, nowMs);
+    const { ev, config } = await evaluateAction(
+      q,
+      { row: chain, xmin: "", org },
+      action,
+      opts.configs,
+      nowMs,
+    );
     const needsApproval = ev.decision.policy_decision === "require_approval";
     const sequence = chain.event_count + 1;
     const ids = {
@@ -428,6 +501,12 @@ function assertAcceptsActions(chain: ChainRow): void {
       chain_id: chain.id,
     });
   }
+}
+
+/** @throws ApiError 401 when the API key was revoked. */
+async function assertKeyActive(q: Queryable, keyId: string): Promise<void> {
+  const { rowCount } = await q.query("SELECT 1 FROM api_keys WHERE id = $1 AND revoked_at IS NULL", [keyId]);
+  if (!rowCount) throw unauthorized("The API key or session is invalid or revoked");
 }
 
 /** Active exceptions matching the action's agent and action type (domain is matched by the engine). */

@@ -5,7 +5,7 @@
  */
 import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
 import { z } from "zod";
-import { createApiKey, type Principal, UserRole } from "../auth.js";
+import { createApiKey, type Principal, revokeApiKey, UserRole } from "../auth.js";
 import {
   ApproverTeamSpecSchema,
   deleteApproverTeam,
@@ -191,11 +191,12 @@ export const adminRoutes: FastifyPluginAsyncZod = async (app) => {
     async (req) => {
       await authorizeOrg(req.principal, req.params.slug);
       const org = await orgBySlug(tg.db, req.params.slug);
-      const { rowCount } = await tg.db.query(
-        "UPDATE api_keys SET revoked_at = COALESCE(revoked_at, $3) WHERE id = $1 AND org_id = $2",
-        [req.params.key_id, org.id, new Date(now())],
-      );
-      if (!rowCount) throw notFound("API key");
+      const revoked = await revokeApiKey(tg.db, tg.apiKeys, {
+        orgId: org.id,
+        keyId: req.params.key_id,
+        nowMs: now(),
+      });
+      if (!revoked) throw notFound("API key");
       return { key_id: req.params.key_id, revoked: true };
     },
   );

@@ -7,7 +7,7 @@
 import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
 import { z } from "zod";
 import { guard, principalLabel } from "../auth.js";
-import { approvalStatus } from "../domain/approvals.js";
+import { ApprovalStatusQuerySchema, approvalStatus } from "../domain/approvals.js";
 import {
   CreateChainSchema,
   chainEvents,
@@ -18,6 +18,7 @@ import {
   recordAction,
 } from "../domain/chains.js";
 import { CompleteChainSchema, completeChain, getChainReceipt, getReceipt } from "../domain/receipts.js";
+import { ApiError } from "../errors.js";
 
 const ChainParams = z.object({ chain_id: z.uuid() });
 
@@ -43,9 +44,10 @@ export const chainRoutes: FastifyPluginAsyncZod = async (app) => {
 
   app.post(
     "/v1/chains/:chain_id/actions",
-    { schema: { params: ChainParams, body: RecordActionSchema } },
+    { schema: { params: ChainParams, body: RecordActionSchema }, config: { cachedApiKey: true } },
     async (req) => {
       const orgId = guard.client(req.principal);
+      const keyId = req.principal?.kind === "api_key" ? req.principal.keyId : null;
       const end = tg.metrics.recordDuration.startTimer();
       const result = await recordAction(tg.db, {
         orgId,
@@ -53,6 +55,11 @@ export const chainRoutes: FastifyPluginAsyncZod = async (app) => {
         action: req.body,
         clock: tg.clock,
         configs: tg.configs,
+        chains: tg.chains,
+        keyId,
+      }).catch((err) => {
+        if (keyId && err instanceof ApiError && err.statusCode === 401) tg.apiKeys.invalidate(keyId);
+        throw err;
       });
       end();
       tg.metrics.decisions.inc({ outcome: result.policy_decision });
@@ -62,16 +69,20 @@ export const chainRoutes: FastifyPluginAsyncZod = async (app) => {
 
   app.get(
     "/v1/chains/:chain_id/approval-status",
-    { schema: { params: ChainParams, querystring: z.object({ approval_id: z.uuid().optional() }) } },
+    { schema: { params: ChainParams, querystring: ApprovalStatusQuerySchema } },
     async (req) => {
       const orgId = guard.client(req.principal);
-      return approvalStatus(tg.db, {
-        orgId,
-        chainId: req.params.chain_id,
-        approvalId: req.query.approval_id,
-        clock: tg.clock,
-        keys: tg.keys,
-      });
+      const read = () =>
+        approvalStatus(tg.db, {
+          orgId,
+          chainId: req.params.chain_id,
+          approvalId: req.query.approval_id,
+          clock: tg.clock,
+          keys: tg.keys,
+        });
+      // `wait` (beyond the spec): hold while pending, woken when the approval is resolved.
+      const { wait } = req.query;
+      return wait ? tg.approvalWaiters.hold(req.params.chain_id, wait * 1000, read) : read();
     },
   );
 
