@@ -7,6 +7,7 @@ import type { Database } from "./db/pool.js";
 import type { ApprovalWaiters } from "./domain/approval-waiters.js";
 import type { ChainStateCache } from "./domain/chain-state.js";
 import type { SigningKeys } from "./domain/keys.js";
+import type { RecordBatcher } from "./domain/record-batch.js";
 import type { OrgConfigCache } from "./domain/orgs.js";
 import type { Logger } from "./logger.js";
 import type { Metrics } from "./metrics.js";
@@ -19,6 +20,8 @@ export interface ServiceContext {
   configs: OrgConfigCache;
   /** Chain states remembered by the recording hot path (docs/adr/0006). */
   chains: ChainStateCache;
+  /** Group commit of the recording hot path's guarded writes. */
+  recordWriter: RecordBatcher;
   /** API keys resolved recently, for routes that re-check the key in their write. */
   apiKeys: ApiKeyCache;
   keys: SigningKeys;

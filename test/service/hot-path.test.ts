@@ -137,4 +137,43 @@ describe("recording hot path", () => {
     );
     expect(await events(chainId)).toEqual(Array.from({ length: 20 }, (_, i) => i + 1));
   });
+
+  describe("POST /v1/chains/{chain_id}/actions/evaluate", () => {
+    const evaluate = (chainId: string, body: Record<string, unknown>, key = org.clientKey) =>
+      t.call("POST", `/v1/chains/${chainId}/actions/evaluate`, { token: key, body });
+    const pay = {
+      agent_name: "agent",
+      action_type: "payment",
+      action_name: "pay",
+      payload: { amount_usd: 9000 },
+    };
+
+    it("answers the decision recording would get, and records nothing", async () => {
+      const chainId = await newChain();
+      await act(chainId);
+      const r = await evaluate(chainId, pay);
+      expect(r.statusCode, r.body).toBe(200);
+      expect(r.json()).toMatchObject({
+        policy_decision: "require_approval",
+        chain_id: chainId,
+        category: "financial",
+        recorded: false,
+      });
+      expect(await events(chainId)).toEqual([1]);
+      const chain = (await t.call("GET", `/v1/chains/${chainId}`, { token: org.adminKey })).json();
+      expect(chain).toMatchObject({ status: "open", total_actions: 1 });
+      expect((await act(chainId)).json().sequence).toBe(2);
+    });
+
+    it("validates like recording and refuses sealed chains", async () => {
+      const chainId = await newChain();
+      const bad = await evaluate(chainId, { action_type: "tool_call", action_name: "x" });
+      expect(bad.statusCode).toBe(400);
+      expect(bad.body).toContain("agent_name");
+      await t.call("POST", `/v1/chains/${chainId}/complete`, { token: org.clientKey, body: {} });
+      const sealed = await evaluate(chainId, pay);
+      expect(sealed.statusCode).toBe(409);
+      expect(sealed.json().code).toBe("TG_ERR_CHAIN_COMPLETED");
+    });
+  });
 });

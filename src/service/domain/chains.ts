@@ -21,6 +21,7 @@ import { conflict, notFound, unauthorized } from "../errors.js";
 import { enqueueApprovalRequested, scheduleApprovalTimers } from "./approvals.js";
 import type { ChainState, ChainStateCache } from "./chain-state.js";
 import { type Organization, type OrgConfigCache, orgById, orgState } from "./orgs.js";
+import type { RecordBatcher } from "./record-batch.js";
 
 /** Chain status values (the spec names pending_approval; the rest are ours, see README). */
 export const ChainStatus = {
@@ -278,6 +279,8 @@ export interface RecordContext {
   chains: ChainStateCache;
   /** The API key recording, re-checked inside the guarded write; null for user sessions. */
   keyId: string | null;
+  /** Group commit of guarded writes. */
+  writer: RecordBatcher;
 }
 
 /**
@@ -309,7 +312,7 @@ export async function recordAction(
     assertAcceptsActions(state.row);
     const { ev } = await evaluateAction(db, state, action, opts.configs, nowMs);
     if (ev.decision.policy_decision === "require_approval") break;
-    const done = await writeGuarded(db, state, opts.keyId, action, ev, nowMs);
+    const done = await writeGuarded(opts.writer, state, opts.keyId, action, ev, nowMs);
     if (done) {
       opts.chains.set(done.state);
       return done.result;
@@ -318,6 +321,30 @@ export async function recordAction(
   }
   opts.chains.delete(opts.chainId);
   return recordLocked(db, opts, action, nowMs);
+}
+
+/** The answer of an evaluation that records nothing (POST .../actions/evaluate). */
+export type PreviewResult = PolicyDecision & { chain_id: string; category: string; recorded: false };
+
+/**
+ * Decides an action against the chain's current state without recording it: no event, no
+ * counters, no approval (a dry run for policy authors and CI; the decision an agent would get
+ * if it recorded the action now). One round trip: the chain, its organization and the API key
+ * in one read; the engine decides in memory.
+ * @throws ApiError as recordAction does for a missing, completed, paused or pending chain.
+ */
+export async function previewAction(
+  db: Database,
+  opts: Pick<RecordContext, "orgId" | "chainId" | "clock" | "configs" | "keyId"> & { action: Action },
+): Promise<PreviewResult> {
+  const nowMs = opts.clock.nowMs();
+  const { payload } = sanitizePayload(opts.action.payload ?? {}, {
+    maxStringLength: MAX_PAYLOAD_STRING_LENGTH,
+  });
+  const state = await readChainState(db, opts);
+  assertAcceptsActions(state.row);
+  const { ev } = await evaluateAction(db, state, { ...opts.action, payload }, opts.configs, nowMs);
+  return { ...ev.decision, chain_id: state.row.id, category: ev.category, recorded: false };
 }
 
 /**
@@ -342,12 +369,13 @@ async function readChainState(
 }
 
 /**
- * One statement: advance the chain from the state that was read and insert the event, only if
- * the chain, its organization and the API key are still as they were (see recordAction).
- * Returns the new state and the result, or null when a guard failed and nothing was written.
+ * Advances the chain from the state that was read and inserts the event in one guarded
+ * statement (group-committed with concurrent recordings, see record-batch.ts), only if the
+ * chain, its organization and the API key are still as they were. Returns the new state and
+ * the result, or null when a guard failed and nothing was written.
  */
 async function writeGuarded(
-  q: Queryable,
+  writer: RecordBatcher,
   state: ChainState,
   keyId: string | null,
   action: Action,
@@ -358,36 +386,45 @@ async function writeGuarded(
   const sequence = chain.event_count + 1;
   const status: ChainStatus = ev.decision.auto_paused ? "paused" : chain.status;
   const ids = { eventId: randomUUID(), chainId: chain.id, orgId: org.id, sequence, approvalId: null };
-  const values = eventValues(ids, action, ev, nowMs);
-  const n = values.length;
-  const guards = [
-    chain.id,
-    state.xmin,
-    org.id,
-    org.config_version,
-    org.kill_switch_active,
-    org.paused,
+  const allowed =
+    ev.decision.policy_decision === "allow" || ev.decision.policy_decision === "allow_with_flag";
+  const d = ev.metrics_delta;
+  const written = await writer.write({
+    chainId: chain.id,
+    xmin: state.xmin,
+    orgId: org.id,
+    configVersion: org.config_version,
+    killSwitchActive: org.kill_switch_active,
+    paused: org.paused,
     keyId,
-  ];
-  const g = (i: number) => `$${n + 1 + i}`;
-  const update = chainUpdate(n + guards.length + 1, ev, action.agent_name, sequence, status);
-  const { rows } = await q.query(
-    `WITH advanced AS (
-       UPDATE chains SET ${update.sql}
-       WHERE id = ${g(0)} AND xmin = ${g(1)}::xid AND event_count = ${sequence - 1} AND status = 'open'
-         AND EXISTS (SELECT 1 FROM organizations o WHERE o.id = ${g(2)} AND o.config_version = ${g(3)}
-           AND o.kill_switch_active = ${g(4)} AND o.paused = ${g(5)})
-         AND (${g(6)}::uuid IS NULL OR EXISTS (SELECT 1 FROM api_keys k WHERE k.id = ${g(6)} AND k.revoked_at IS NULL))
-       RETURNING chains.*, chains.xmin::text AS row_xmin),
-     inserted AS (INSERT INTO chain_events (${EVENT_COLUMNS}) SELECT ${values.map((_, i) => `$${i + 1}`).join(", ")} FROM advanced)
-     SELECT * FROM advanced`,
-    [...values, ...guards, ...update.values],
-  );
-  const written = rows[0];
+    sequence,
+    status,
+    tokens: d.tokens,
+    costUsd: d.estimated_cost_usd,
+    financialExposureUsd: allowed ? d.financial_exposure_usd : 0,
+    externalCommunications: allowed ? d.external_communications : 0,
+    recordsModified: allowed ? d.records_modified : 0,
+    domains: allowed ? d.domains : [],
+    agentName: action.agent_name,
+    event: {
+      id: ids.eventId,
+      org_id: org.id,
+      parent_agent_name: action.parent_agent_name ?? null,
+      action_type: action.action_type,
+      action_name: action.action_name,
+      payload: action.payload,
+      category: ev.category,
+      facts: { ...ev.facts, metrics_delta: ev.metrics_delta, exception_scope: ev.exception_scope },
+      decision: ev.decision,
+      triggers: ev.triggers,
+      exception_id: ev.exception_id,
+      recorded_at: new Date(nowMs).toISOString(),
+    },
+  });
   if (!written) return null;
   const { row_xmin, ...row } = written;
   return {
-    state: { row: row as ChainRow, xmin: row_xmin as string, org, merged: state.merged },
+    state: { row: row as unknown as ChainRow, xmin: row_xmin, org, merged: state.merged },
     result: result(ev, ids, null, status),
   };
 }

@@ -14,6 +14,7 @@ import {
   chainView,
   createChain,
   getChain,
+  previewAction,
   RecordActionSchema,
   recordAction,
 } from "../domain/chains.js";
@@ -24,6 +25,13 @@ const ChainParams = z.object({ chain_id: z.uuid() });
 
 export const chainRoutes: FastifyPluginAsyncZod = async (app) => {
   const tg = app.tg;
+  /** A 401 from a guarded read or write means the remembered API key was revoked: forget it. */
+  const forgetRefusedKey =
+    (keyId: string | null) =>
+    (err: unknown): never => {
+      if (keyId && err instanceof ApiError && err.statusCode === 401) tg.apiKeys.invalidate(keyId);
+      throw err;
+    };
 
   app.post("/v1/chains", { schema: { body: CreateChainSchema } }, async (req, reply) => {
     const orgId = guard.client(req.principal);
@@ -56,21 +64,36 @@ export const chainRoutes: FastifyPluginAsyncZod = async (app) => {
         clock: tg.clock,
         configs: tg.configs,
         chains: tg.chains,
+        writer: tg.recordWriter,
         keyId,
-      }).catch((err) => {
-        if (keyId && err instanceof ApiError && err.statusCode === 401) tg.apiKeys.invalidate(keyId);
-        throw err;
-      });
+      }).catch(forgetRefusedKey(keyId));
       end();
       tg.metrics.decisions.inc({ outcome: result.policy_decision });
       return result;
     },
   );
 
+  app.post(
+    "/v1/chains/:chain_id/actions/evaluate",
+    { schema: { params: ChainParams, body: RecordActionSchema }, config: { cachedApiKey: true } },
+    async (req) => {
+      const orgId = guard.client(req.principal);
+      const keyId = req.principal?.kind === "api_key" ? req.principal.keyId : null;
+      return previewAction(tg.db, {
+        orgId,
+        chainId: req.params.chain_id,
+        action: req.body,
+        clock: tg.clock,
+        configs: tg.configs,
+        keyId,
+      }).catch(forgetRefusedKey(keyId));
+    },
+  );
+
   app.get(
     "/v1/chains/:chain_id/approval-status",
     { schema: { params: ChainParams, querystring: ApprovalStatusQuerySchema } },
-    async (req) => {
+    async (req, reply) => {
       const orgId = guard.client(req.principal);
       const read = () =>
         approvalStatus(tg.db, {
