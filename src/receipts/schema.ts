@@ -19,6 +19,18 @@
 import { z } from "zod";
 import { parseReceiptNumber } from "./number.js";
 
+/**
+ * A strict object schema (unknown keys rejected) whose parsed output has its keys in canonical
+ * (RFC 8785) order. zod writes output keys in shape order, and `canonicalJson` serializes
+ * objects whose keys are already in canonical order without copying them, which halves the
+ * cost of signing a large receipt. Shapes are declared in reading order; only the output (and
+ * the order of validation issues) follows the canonical one.
+ */
+function signedObject<T extends z.core.$ZodLooseShape>(shape: T) {
+  const entries = Object.entries(shape).sort(([a], [b]) => (a < b ? -1 : 1));
+  return z.strictObject(Object.fromEntries(entries) as T);
+}
+
 /** A UUID (RFC 9562), as assigned by the service for every identifier. */
 const Uuid = z.uuid();
 
@@ -66,46 +78,46 @@ export const ExceptionDurationSchema = z.enum(["1h", "1d", "1w", "1m"]);
 export type ExceptionDuration = z.infer<typeof ExceptionDurationSchema>;
 
 /** Sums over the chain (spec: Receipt, cumulative_metrics fields). */
-export const CumulativeMetricsSchema = z
-  .object({
-    /** USD. */
-    financial_exposure_usd: z.number(),
-    external_communications_count: z.number().int().nonnegative(),
-    records_modified_count: z.number().int().nonnegative(),
-    /** Domain names. */
-    external_domains_contacted: z.array(z.string()),
-    /** USD. */
-    estimated_cost_usd: z.number().nonnegative(),
-  })
-  .strict();
+export const CumulativeMetricsSchema = signedObject({
+  /** USD. */
+  financial_exposure_usd: z.number(),
+  external_communications_count: z.number().int().nonnegative(),
+  records_modified_count: z.number().int().nonnegative(),
+  /** Domain names. */
+  external_domains_contacted: z.array(z.string()),
+  /** USD. */
+  estimated_cost_usd: z.number().nonnegative(),
+});
 export type CumulativeMetrics = z.infer<typeof CumulativeMetricsSchema>;
 
 /** One human decision on a pending action (spec: Approval; receipt approvals). */
-export const ReceiptApprovalSchema = z
-  .object({
-    approval_id: Uuid,
-    /** event_id of the action that required approval. */
-    action_event_id: Uuid,
-    agent_name: z.string(),
-    action_type: z.string(),
-    action_name: z.string(),
-    /** cancelled: the chain was completed while the approval was still pending. */
-    decision: z.enum(["approved", "denied", "timed_out", "cancelled"]),
-    /** Who decided (an approver's email address); null for timed_out and cancelled. */
-    decided_by: z.string().nullable(),
-    /** Reviewer notes. */
-    notes: z.string().nullable(),
-    decided_at: Timestamp,
-    /** The time-boxed exception created with the approval, if any. */
-    exception: z
-      .object({ exception_id: Uuid, duration: ExceptionDurationSchema, expires_at: Timestamp })
-      .strict()
-      .nullable(),
-  })
-  .strict();
+export const ReceiptApprovalSchema = signedObject({
+  approval_id: Uuid,
+  /** event_id of the action that required approval. */
+  action_event_id: Uuid,
+  agent_name: z.string(),
+  action_type: z.string(),
+  action_name: z.string(),
+  /** cancelled: the chain was completed while the approval was still pending. */
+  decision: z.enum(["approved", "denied", "timed_out", "cancelled"]),
+  /** Who decided (an approver's email address); null for timed_out and cancelled. */
+  decided_by: z.string().nullable(),
+  /** Reviewer notes. */
+  notes: z.string().nullable(),
+  decided_at: Timestamp,
+  /** The time-boxed exception created with the approval, if any. */
+  exception: signedObject({
+    exception_id: Uuid,
+    duration: ExceptionDurationSchema,
+    expires_at: Timestamp,
+  }).nullable(),
+});
 export type ReceiptApproval = z.infer<typeof ReceiptApprovalSchema>;
 
-/** What happened when an allowed action was carried out, as reported back to the service. */
+/**
+ * What happened when an allowed action was carried out, as reported back to the service (and
+ * validated with this schema by the outcome routes; receipts use it in canonical order).
+ */
 export const EventOutcomeSchema = z
   .object({
     status: z.enum(["success", "error"]),
@@ -119,25 +131,23 @@ export const EventOutcomeSchema = z
 export type EventOutcome = z.infer<typeof EventOutcomeSchema>;
 
 /** One recorded action of the chain (spec: Events 1; receipt events_summary). */
-export const ReceiptEventSchema = z
-  .object({
-    /** 1-based position of the event within the chain. */
-    sequence: z.number().int().positive(),
-    event_id: Uuid,
-    agent_name: z.string(),
-    parent_agent_name: z.string().nullable(),
-    action_type: z.string(),
-    action_name: z.string(),
-    policy_decision: z.enum(["allow", "allow_with_flag", "require_approval", "deny"]),
-    decision_source: z.enum(["backend_evaluation", "human_approval"]),
-    policy_name: z.string().nullable(),
-    /** The time-boxed exception that authorized this action, if any. */
-    exception_id: Uuid.nullable(),
-    recorded_at: Timestamp,
-    /** null when the action was not carried out or no outcome was reported. */
-    outcome: EventOutcomeSchema.nullable(),
-  })
-  .strict();
+export const ReceiptEventSchema = signedObject({
+  /** 1-based position of the event within the chain. */
+  sequence: z.number().int().positive(),
+  event_id: Uuid,
+  agent_name: z.string(),
+  parent_agent_name: z.string().nullable(),
+  action_type: z.string(),
+  action_name: z.string(),
+  policy_decision: z.enum(["allow", "allow_with_flag", "require_approval", "deny"]),
+  decision_source: z.enum(["backend_evaluation", "human_approval"]),
+  policy_name: z.string().nullable(),
+  /** The time-boxed exception that authorized this action, if any. */
+  exception_id: Uuid.nullable(),
+  recorded_at: Timestamp,
+  /** null when the action was not carried out or no outcome was reported. */
+  outcome: signedObject(EventOutcomeSchema.shape).nullable(),
+});
 export type ReceiptEvent = z.infer<typeof ReceiptEventSchema>;
 
 const receiptBodyShape = {
@@ -151,7 +161,7 @@ const receiptBodyShape = {
   metadata: z.record(z.string(), z.json()),
   status: z.enum(["completed", "failed"]),
   /** Set when the chain context exited through an exception (status failed); else null. */
-  failure: z.object({ mode: z.string(), message: z.string() }).strict().nullable(),
+  failure: signedObject({ mode: z.string(), message: z.string() }).nullable(),
   summary: z.string(),
   started_at: Timestamp,
   completed_at: Timestamp,
@@ -169,7 +179,7 @@ const signatureShape = {
   /** HMAC-SHA256 of the canonical body with the service's secret key (spec). */
   signature: HmacSignatureSchema,
   /** Ed25519 signature of the same canonical body; null when the service had no signing key. */
-  ed25519: z.object({ kid: KeyIdSchema, signature: Ed25519SignatureSchema }).strict().nullable(),
+  ed25519: signedObject({ kid: KeyIdSchema, signature: Ed25519SignatureSchema }).nullable(),
 };
 
 type BodyFacts = {
@@ -196,14 +206,13 @@ function checkBodyFacts(body: BodyFacts, ctx: z.RefinementCtx): void {
  * Also checks that `failure` is set exactly when status is failed, and that completed_at is
  * not before started_at.
  */
-export const ReceiptBodySchema = z.object(receiptBodyShape).strict().superRefine(checkBodyFacts);
+export const ReceiptBodySchema = signedObject(receiptBodyShape).superRefine(checkBodyFacts);
 export type ReceiptBody = z.infer<typeof ReceiptBodySchema>;
 
 /** A receipt as stored, returned and exported: the body plus its signatures. */
-export const SignedReceiptSchema = z
-  .object({ ...receiptBodyShape, ...signatureShape })
-  .strict()
-  .superRefine(checkBodyFacts);
+export const SignedReceiptSchema = signedObject({ ...receiptBodyShape, ...signatureShape }).superRefine(
+  checkBodyFacts,
+);
 export type SignedReceipt = z.infer<typeof SignedReceiptSchema>;
 
 // ---------------------------------------------------------------------------------------------

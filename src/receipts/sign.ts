@@ -12,7 +12,7 @@
  *   previous_receipt_hash (rule 3), so deleting or reordering receipts is detectable (rule 4).
  */
 import { createHash, createHmac, type KeyObject, timingSafeEqual } from "node:crypto";
-import { canonicalBytes, canonicalJson } from "./canonical.js";
+import { canonicalJson } from "./canonical.js";
 import { ed25519Sign } from "./ed25519.js";
 import { type ReceiptBody, ReceiptBodySchema, type SignedReceipt } from "./schema.js";
 
@@ -64,14 +64,24 @@ export function hmacSignature(body: ReceiptBody | SignedReceipt, key: Buffer): s
  */
 export function verifyHmac(body: ReceiptBody | SignedReceipt, signature: string, key: Buffer): boolean {
   assertHmacKey(key);
-  const match = typeof signature === "string" ? HMAC_SIGNATURE.exec(signature) : null;
-  const given = Buffer.from(match?.[1] ?? "", "hex");
-  let input: string;
+  let input: string | null;
   try {
     input = signingInput(body);
   } catch {
-    return false;
+    input = null;
   }
+  return hmacMatches(input, signature, key);
+}
+
+/**
+ * True when `signature` is `hmac-sha256:` + the HMAC-SHA256 of `input` (a receipt's signing
+ * input, null when it could not be computed) under `key`; `verifyHmac` once the input is known.
+ * Compares in constant time. Does not check the key length.
+ */
+export function hmacMatches(input: string | null, signature: unknown, key: Buffer): boolean {
+  const match = typeof signature === "string" ? HMAC_SIGNATURE.exec(signature) : null;
+  const given = Buffer.from(match?.[1] ?? "", "hex");
+  if (input === null) return false;
   const expected = hmacDigest(input, key);
   // Compare equal lengths even for a malformed signature, so timing does not depend on it.
   const comparable = given.length === expected.length ? given : Buffer.alloc(expected.length);
@@ -85,7 +95,12 @@ export function verifyHmac(body: ReceiptBody | SignedReceipt, signature: string,
  * @throws TypeError when the receipt holds non-JSON values.
  */
 export function receiptHash(signed: SignedReceipt): string {
-  return "sha256:" + createHash("sha256").update(canonicalBytes(signed)).digest("hex");
+  return hashOfCanonical(canonicalJson(signed));
+}
+
+/** `sha256:<64 lowercase hex>` of a receipt's canonical text: `receiptHash` once the text is known. */
+export function hashOfCanonical(text: string): string {
+  return "sha256:" + createHash("sha256").update(text, "utf8").digest("hex");
 }
 
 /** Keys for `signReceipt`. */
@@ -122,7 +137,8 @@ function hmacDigest(input: string, key: Buffer): Buffer {
   return createHmac("sha256", key).update(input, "utf8").digest();
 }
 
-function assertHmacKey(key: Buffer): void {
+/** @throws RangeError unless `key` is a Buffer of at least MIN_HMAC_KEY_BYTES bytes. */
+export function assertHmacKey(key: Buffer): void {
   if (!Buffer.isBuffer(key) || key.length < MIN_HMAC_KEY_BYTES) {
     throw new RangeError(`the receipt HMAC key must be a Buffer of at least ${MIN_HMAC_KEY_BYTES} bytes`);
   }

@@ -20,6 +20,7 @@
  * Pure: no I/O, no clock. Malformed input never throws; it is reported as invalid.
  */
 import type { KeyObject } from "node:crypto";
+import { canonicalJson, canonicalJsonWithout } from "./canonical.js";
 import { ed25519Verify, importPublicJwk } from "./ed25519.js";
 import { parseReceiptNumber } from "./number.js";
 import {
@@ -31,7 +32,7 @@ import {
   type SignedReceipt,
   SignedReceiptSchema,
 } from "./schema.js";
-import { receiptHash, signingInput, verifyHmac } from "./sign.js";
+import { assertHmacKey, hashOfCanonical, hmacMatches, receiptHash, signingInput } from "./sign.js";
 
 /** Trusted Ed25519 public keys: kid → key, or a JWKS (`{ keys: [jwk, ...] }`). */
 export type PublicKeySet = ReadonlyMap<string, KeyObject> | { keys: readonly unknown[] };
@@ -90,11 +91,16 @@ export function verifyReceiptLink(
   return checkLink(receipt, predecessor, "the receipt", "its predecessor");
 }
 
+/**
+ * `predecessorHash`: receiptHash(predecessor) when the caller already computed it (null: it
+ * cannot be hashed); computed here when undefined. Ignored for an anchor, which carries its hash.
+ */
 function checkLink(
   receipt: SignedReceipt,
   predecessor: SignedReceipt | ReceiptAnchor | null,
   fallbackName: string,
   fallbackPredecessorName: string,
+  predecessorHash?: string | null,
 ): LinkCheck {
   const name = labelOf(receipt, fallbackName);
   if (!isObject(receipt)) return broken(`${name} is not a receipt object`);
@@ -132,11 +138,9 @@ function checkLink(
     if (predecessor.organization !== (receipt as SignedReceipt).organization) {
       return broken(`${name} and ${predecessorName} belong to different organizations`);
     }
-    try {
-      expectedHash = receiptHash(predecessor);
-    } catch {
-      return broken(`${predecessorName} cannot be hashed: it holds non-JSON values`);
-    }
+    const hash = predecessorHash === undefined ? hashOf(predecessor) : predecessorHash;
+    if (hash === null) return broken(`${predecessorName} cannot be hashed: it holds non-JSON values`);
+    expectedHash = hash;
   }
 
   if (sequence > predecessorSequence + 1) {
@@ -175,7 +179,7 @@ export function verifyReceipt(
   predecessor: SignedReceipt | ReceiptAnchor | null,
   opts: VerifyOptions = {},
 ): ReceiptCheck {
-  return checkReceipt(receipt, predecessor, opts, keyMap(opts.publicKeys), "the receipt");
+  return checkReceipt(receipt, predecessor, opts, keyMap(opts.publicKeys), "the receipt").check;
 }
 
 /**
@@ -201,10 +205,22 @@ export function verifyReceiptChain(
   const keys = keyMap(opts.publicKeys);
   const checks: ReceiptCheck[] = [];
   let predecessor: SignedReceipt | ReceiptAnchor | null = opts.anchor ?? null;
+  // Each receipt is serialized once: its hash is the next receipt's expected previous hash.
+  let predecessorHash: string | null | undefined;
   receipts.forEach((receipt, index) => {
     const predecessorName = index === 0 ? "the anchor" : `receipt #${index}`;
-    checks.push(checkReceipt(receipt, predecessor, opts, keys, `receipt #${index + 1}`, predecessorName));
+    const { check, hash } = checkReceipt(
+      receipt,
+      predecessor,
+      opts,
+      keys,
+      `receipt #${index + 1}`,
+      predecessorName,
+      predecessorHash,
+    );
+    checks.push(check);
     predecessor = receipt;
+    predecessorHash = hash;
   });
 
   const chainProblems = [
@@ -223,6 +239,10 @@ export function verifyReceiptChain(
   };
 }
 
+/**
+ * Checks one receipt; also returns its receiptHash (null when it cannot be hashed, undefined
+ * when it is not an object), for the link of the next one.
+ */
 function checkReceipt(
   receipt: SignedReceipt,
   predecessor: SignedReceipt | ReceiptAnchor | null,
@@ -230,7 +250,8 @@ function checkReceipt(
   keys: ReadonlyMap<string, KeyObject> | null,
   fallbackName: string,
   predecessorName = "its predecessor",
-): ReceiptCheck {
+  predecessorHash?: string | null,
+): { check: ReceiptCheck; hash: string | null | undefined } {
   const name = labelOf(receipt, fallbackName);
   const problems: string[] = [];
   const parsed = SignedReceiptSchema.safeParse(receipt);
@@ -241,21 +262,22 @@ function checkReceipt(
     problems.push(`${name} does not match the receipt schema (${issues.join("; ")})`);
   }
 
-  const integrity = integrityOf(receipt, opts.hmacKey);
+  const texts = isObject(receipt) ? canonicalTexts(receipt) : undefined;
+  const integrity = integrityOf(receipt, opts.hmacKey, texts?.signingInput ?? null);
   if (integrity === "invalid") {
     problems.push(`${name} fails its integrity check: its signature does not match its contents`);
   }
 
-  const ed25519 = ed25519Of(receipt, keys);
+  const ed25519 = ed25519Of(receipt, keys, texts?.signingInput ?? null);
   if (ed25519.status === "invalid") problems.push(`${name} has an invalid Ed25519 signature`);
   if (ed25519.status === "unknown_key") problems.push(`${name} is signed with an untrusted Ed25519 key`);
   if (ed25519.status === "missing" && opts.requireEd25519) problems.push(`${name} has no Ed25519 signature`);
 
-  const link = checkLink(receipt, predecessor, fallbackName, predecessorName);
+  const link = checkLink(receipt, predecessor, fallbackName, predecessorName, predecessorHash);
   problems.push(...link.problems);
 
   const object = isObject(receipt) ? (receipt as Partial<Record<string, unknown>>) : {};
-  return {
+  const check: ReceiptCheck = {
     receipt_id: typeof object.receipt_id === "string" ? object.receipt_id : null,
     receipt_number: typeof object.receipt_number === "string" ? object.receipt_number : null,
     sequence: sequenceOf(receipt),
@@ -266,17 +288,58 @@ function checkReceipt(
     overall_status: problems.length === 0 ? "valid" : "invalid",
     problems,
   };
+  const hash =
+    texts === undefined ? undefined : texts.canonical === null ? null : hashOfCanonical(texts.canonical);
+  return { check, hash };
 }
 
-function integrityOf(receipt: SignedReceipt, hmacKey: Buffer | undefined): IntegrityStatus {
+/**
+ * signingInput(receipt) and canonicalJson(receipt), each null when it cannot be computed
+ * (non-JSON values), serialized together when both can be.
+ */
+function canonicalTexts(receipt: SignedReceipt): { signingInput: string | null; canonical: string | null } {
+  try {
+    const { full, without } = canonicalJsonWithout(receipt, SIGNATURE_FIELDS);
+    return { signingInput: without, canonical: full };
+  } catch {
+    // Non-JSON values, maybe only in the signature fields that signingInput leaves out.
+    return {
+      signingInput: attempt(() => signingInput(receipt)),
+      canonical: attempt(() => canonicalJson(receipt)),
+    };
+  }
+}
+
+/** The fields `receiptBody` strips: the signatures are not signed. */
+const SIGNATURE_FIELDS = ["signature", "ed25519"] as const;
+
+function attempt(compute: () => string): string | null {
+  try {
+    return compute();
+  } catch {
+    return null;
+  }
+}
+
+function hashOf(receipt: SignedReceipt): string | null {
+  return attempt(() => receiptHash(receipt));
+}
+
+function integrityOf(
+  receipt: SignedReceipt,
+  hmacKey: Buffer | undefined,
+  input: string | null,
+): IntegrityStatus {
   if (hmacKey === undefined) return "not_evaluated";
   if (!isObject(receipt)) return "invalid";
-  return verifyHmac(receipt, receipt.signature, hmacKey) ? "valid" : "invalid";
+  assertHmacKey(hmacKey);
+  return hmacMatches(input, receipt.signature, hmacKey) ? "valid" : "invalid";
 }
 
 function ed25519Of(
   receipt: SignedReceipt,
   keys: ReadonlyMap<string, KeyObject> | null,
+  input: string | null,
 ): { status: Ed25519Status; kid: string | null } {
   const signed = isObject(receipt) ? (receipt as { ed25519?: unknown }).ed25519 : undefined;
   if (signed === null || signed === undefined) return { status: "missing", kid: null };
@@ -286,12 +349,7 @@ function ed25519Of(
   if (keys === null) return { status: "not_evaluated", kid };
   const publicKey = keys.get(kid);
   if (publicKey === undefined) return { status: "unknown_key", kid };
-  let input: string;
-  try {
-    input = signingInput(receipt);
-  } catch {
-    return { status: "invalid", kid };
-  }
+  if (input === null) return { status: "invalid", kid };
   return { status: ed25519Verify(input, signature, publicKey) ? "valid" : "invalid", kid };
 }
 

@@ -1,0 +1,238 @@
+/**
+ * bench/receipt: receipt build and chain verification throughput of src/receipts, each beside
+ * raw node:crypto over the same canonical bytes, measured in the same run.
+ *
+ * - build: what the service does to seal a chain (src/service/domain/receipts.ts), minus the
+ *   database: `signReceipt` (schema validation, RFC 8785 canonical JSON, HMAC-SHA256) and
+ *   `receiptHash` (canonical JSON of the signed receipt, SHA-256), for receipts of 10, 1,000
+ *   and 100,000 events. Baseline: createHmac("sha256") over the canonical body bytes plus
+ *   createHash("sha256") over the canonical signed bytes, which it is handed ready-made.
+ * - verify: `verifyReceiptChain` over a 10,000-receipt chain (10 events each) as read back
+ *   from JSON, once with the HMAC key (the service's check) and once with the Ed25519 public
+ *   keys (what `tollgate verify` runs offline). Baseline: per receipt, HMAC-SHA256 (or
+ *   Ed25519 verify) over the canonical body bytes and SHA-256 over the canonical receipt bytes
+ *   for the link, with the comparisons.
+ *
+ * Ratio = ours / raw throughput; target ≥ 0.5×. Not part of the rows, in the JSON `extra`:
+ * canonical sizes, the build "floor" (JSON.stringify of body and receipt plus the raw
+ * crypto: what no serializer in JavaScript can beat) and the build with the service's Ed25519
+ * signature and storage serialization.
+ *
+ *   npx tsx bench/receipt/run.ts [--repeats 3] [--quick]
+ */
+import { createHash, createHmac, generateKeyPairSync, timingSafeEqual, verify } from "node:crypto";
+import { parseArgs } from "node:util";
+import { canonicalJson } from "../../src/receipts/canonical.js";
+import { keyIdOf } from "../../src/receipts/ed25519.js";
+import type { SignedReceipt } from "../../src/receipts/schema.js";
+import { receiptHash, signingInput, signReceipt } from "../../src/receipts/sign.js";
+import { verifyReceiptChain } from "../../src/receipts/verify.js";
+import { progress, report } from "../lib/report.js";
+import { median, type ResultRow, spreadPct } from "../lib/stats.js";
+import { receiptBody } from "./fixtures.js";
+
+const { values: args } = parseArgs({
+  options: {
+    repeats: { type: "string", default: "3" },
+    quick: { type: "boolean", default: false },
+  },
+});
+const quick = args.quick!;
+const repeats = quick ? 1 : Number(args.repeats);
+const buildSizes = quick ? [10, 1_000] : [10, 1_000, 100_000];
+const chainLength = quick ? 200 : 10_000;
+const eventsPerReceipt = 10;
+/** Each measurement runs at least this long and this many operations. */
+const minMs = quick ? 100 : 2_000;
+const minOps = quick ? 1 : 3;
+const TARGET = 0.5;
+
+const hmacKey = createHash("sha256").update("bench receipt hmac key").digest();
+const { publicKey, privateKey } = generateKeyPairSync("ed25519");
+const kid = keyIdOf(publicKey);
+
+/** Operations per second of `op`, run back to back for at least minMs and minOps. */
+function perSecond(op: () => void): number {
+  op(); // warm-up: JIT and first-use allocations
+  let ops = 0;
+  const start = performance.now();
+  let elapsed = 0;
+  do {
+    op();
+    ops++;
+    elapsed = performance.now() - start;
+  } while (elapsed < minMs || ops < minOps);
+  return (ops / elapsed) * 1000;
+}
+
+const fmt = (n: number) => n.toLocaleString("en-US");
+
+/** One build size: ours, raw, and the extras, `repeats` times. */
+function benchBuild(events: number) {
+  const body = receiptBody(42, events, `sha256:${"ab".repeat(32)}`);
+  const signed = signReceipt(body, { hmacKey });
+  const bodyBytes = Buffer.from(signingInput(body), "utf8");
+  const signedBytes = Buffer.from(canonicalJson(signed), "utf8");
+  const runs: { ours: number; raw: number; floor: number; service: number }[] = [];
+  for (let i = 0; i < repeats; i++) {
+    const ours = perSecond(() => {
+      receiptHash(signReceipt(body, { hmacKey }));
+    });
+    const raw = perSecond(() => {
+      createHmac("sha256", hmacKey).update(bodyBytes).digest("hex");
+      createHash("sha256").update(signedBytes).digest("hex");
+    });
+    const floor = perSecond(() => {
+      const text = JSON.stringify(body);
+      createHmac("sha256", hmacKey).update(text, "utf8").digest("hex");
+      createHash("sha256").update(JSON.stringify(signed), "utf8").digest("hex");
+    });
+    // completeChain: Ed25519 beside the HMAC, and the canonical text it stores.
+    const service = perSecond(() => {
+      const s = signReceipt(body, { hmacKey, ed25519: { kid, privateKey } });
+      receiptHash(s);
+      canonicalJson(s);
+    });
+    runs.push({ ours, raw, floor, service });
+    progress(
+      `  build ${fmt(events)} events, run ${i + 1}: ours ${ours.toFixed(1)}/s, raw ${raw.toFixed(1)}/s (${(ours / raw).toFixed(3)}×), floor ${floor.toFixed(1)}/s, as the service ${service.toFixed(1)}/s`,
+    );
+  }
+  const ratios = runs.map((r) => r.ours / r.raw);
+  const row: ResultRow = {
+    benchmark: "receipt",
+    figure: `build, ${fmt(events)}-event receipt`,
+    value: median(runs.map((r) => r.ours)),
+    unit: "receipts/s",
+    baseline: "raw HMAC-SHA256 + SHA-256 of the canonical bytes",
+    baselineValue: median(runs.map((r) => r.raw)),
+    ratio: median(ratios),
+    better: "higher",
+    target: `≥ ${TARGET}× raw`,
+    met: median(ratios) >= TARGET,
+    spreadPct: spreadPct(ratios),
+    repeats,
+  };
+  const extra = {
+    events,
+    canonical_body_bytes: bodyBytes.length,
+    canonical_receipt_bytes: signedBytes.length,
+    floor_per_s: median(runs.map((r) => r.floor)),
+    with_ed25519_and_storage_text_per_s: median(runs.map((r) => r.service)),
+  };
+  return { row, extra };
+}
+
+/** A signed, linked chain of `n` receipts as read back from their stored JSON, and its bytes. */
+function storedChain(n: number) {
+  const receipts: SignedReceipt[] = [];
+  const bodies: Buffer[] = [];
+  const fulls: Buffer[] = [];
+  const macs: Buffer[] = [];
+  const signatures: Buffer[] = [];
+  const previousHashes: (string | null)[] = [];
+  let previous: string | null = null;
+  for (let sequence = 1; sequence <= n; sequence++) {
+    const signed = signReceipt(receiptBody(sequence, eventsPerReceipt, previous), {
+      hmacKey,
+      ed25519: { kid, privateKey },
+    });
+    const text = canonicalJson(signed);
+    receipts.push(JSON.parse(text));
+    bodies.push(Buffer.from(signingInput(signed), "utf8"));
+    fulls.push(Buffer.from(text, "utf8"));
+    macs.push(Buffer.from(signed.signature.slice("hmac-sha256:".length), "hex"));
+    signatures.push(Buffer.from(signed.ed25519!.signature, "base64url"));
+    previousHashes.push(previous);
+    previous = receiptHash(signed);
+  }
+  return { receipts, bodies, fulls, macs, signatures, previousHashes };
+}
+
+function benchVerify(): ResultRow[] {
+  progress(`  signing a ${fmt(chainLength)}-receipt chain`);
+  const chain = storedChain(chainLength);
+  /** The link check the raw baseline does: SHA-256 of receipt i is receipt i+1's previous hash. */
+  const linked = (i: number) =>
+    i + 1 === chainLength ||
+    `sha256:${createHash("sha256").update(chain.fulls[i]!).digest("hex")}` === chain.previousHashes[i + 1];
+  const modes = [
+    {
+      figure: `verify ${fmt(chainLength)}-receipt chain, HMAC (service)`,
+      baseline: "raw HMAC-SHA256 + SHA-256 of the canonical bytes",
+      ours: () => verifyReceiptChain(chain.receipts, { hmacKey }),
+      raw: () => {
+        let ok = true;
+        for (let i = 0; i < chainLength; i++) {
+          const mac = createHmac("sha256", hmacKey).update(chain.bodies[i]!).digest();
+          ok = timingSafeEqual(mac, chain.macs[i]!) && linked(i) && ok;
+        }
+        return ok;
+      },
+    },
+    {
+      figure: `verify ${fmt(chainLength)}-receipt chain, Ed25519 (tollgate verify)`,
+      baseline: "raw Ed25519 verify + SHA-256 of the canonical bytes",
+      ours: () =>
+        verifyReceiptChain(chain.receipts, {
+          publicKeys: new Map([[kid, publicKey]]),
+          requireEd25519: true,
+        }),
+      raw: () => {
+        let ok = true;
+        for (let i = 0; i < chainLength; i++) {
+          ok = verify(null, chain.bodies[i]!, publicKey, chain.signatures[i]!) && linked(i) && ok;
+        }
+        return ok;
+      },
+    },
+  ];
+  const rows: ResultRow[] = [];
+  for (const mode of modes) {
+    const result = mode.ours();
+    if (result.overall_status !== "valid" || !result.authenticated || !mode.raw())
+      throw new Error(`${mode.figure}: the bench chain does not verify: ${result.problems.slice(0, 3)}`);
+    const runs: { ours: number; raw: number }[] = [];
+    for (let i = 0; i < repeats; i++) {
+      const ours = perSecond(() => void mode.ours()) * chainLength;
+      const raw = perSecond(() => void mode.raw()) * chainLength;
+      runs.push({ ours, raw });
+      progress(
+        `  ${mode.figure}, run ${i + 1}: ours ${ours.toFixed(0)}/s, raw ${raw.toFixed(0)}/s (${(ours / raw).toFixed(3)}×)`,
+      );
+    }
+    const ratios = runs.map((r) => r.ours / r.raw);
+    rows.push({
+      benchmark: "receipt",
+      figure: mode.figure,
+      value: median(runs.map((r) => r.ours)),
+      unit: "receipts/s",
+      baseline: mode.baseline,
+      baselineValue: median(runs.map((r) => r.raw)),
+      ratio: median(ratios),
+      better: "higher",
+      target: `≥ ${TARGET}× raw`,
+      met: median(ratios) >= TARGET,
+      spreadPct: spreadPct(ratios),
+      repeats,
+    });
+  }
+  return rows;
+}
+
+function main() {
+  progress(
+    `receipt: build ${buildSizes.map(fmt).join(", ")} events; verify ${fmt(chainLength)} receipts; ${repeats} repeats`,
+  );
+  const rows: ResultRow[] = [];
+  const builds: Record<string, unknown>[] = [];
+  for (const events of buildSizes) {
+    const { row, extra } = benchBuild(events);
+    rows.push(row);
+    builds.push(extra);
+  }
+  rows.push(...benchVerify());
+  report("receipt", rows, { builds, chain: { receipts: chainLength, events_per_receipt: eventsPerReceipt } });
+}
+
+main();
