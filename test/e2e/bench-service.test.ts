@@ -1,6 +1,7 @@
 /**
- * bench/record-action in its small mode: the benchmark code runs end to end against real
- * PostgreSQL and the service process, and writes well-formed results. No timing is asserted.
+ * The service benchmarks (record-action, decide-only) in their small mode: the benchmark code
+ * runs end to end against real PostgreSQL and the service process, and writes well-formed
+ * results. No timing is asserted.
  */
 import { spawnSync } from "node:child_process";
 import { readFileSync } from "node:fs";
@@ -25,5 +26,21 @@ describe("bench/record-action --quick", () => {
     expect(throughput.ratio).toBeCloseTo(throughput.value / throughput.baselineValue, 6);
     expect(p99.unit).toBe("ms");
     expect(p99.value).toBeGreaterThan(0);
+  });
+});
+
+describe("bench/decide-only --quick", () => {
+  it("measures the evaluate route and the hello-world baseline in the same run", () => {
+    const r = spawnSync(process.execPath, ["--import", "tsx", "bench/decide-only/run.ts", "--quick"], {
+      cwd: root,
+      encoding: "utf8",
+      timeout: 110_000,
+    });
+    expect(r.status, r.stderr).toBe(0);
+    const [row] = JSON.parse(readFileSync(path.join(root, "bench/results/decide-only.json"), "utf8")).rows;
+    expect(row).toMatchObject({ benchmark: "decide-only", unit: "/s", repeats: 1 });
+    expect(row.value).toBeGreaterThan(0);
+    expect(row.baselineValue).toBeGreaterThan(0);
+    expect(row.ratio).toBeCloseTo(row.value / row.baselineValue, 6);
   });
 });
