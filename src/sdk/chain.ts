@@ -232,8 +232,9 @@ export class Chain {
   /**
    * Records one action and returns the backend's decision (allow or allow_with_flag, spec:
    * record_agent_action). The payload is sanitized before it leaves the process. On
-   * require_approval it blocks, polling approval-status every 5 s, and returns the resumed
-   * decision (decisionSource human_approval).
+   * require_approval it blocks, polling approval-status every 5 s (each poll held by the
+   * service until the decision or the interval's end, see wait.ts), and returns the resumed
+   * decision (decisionSource human_approval) as soon as a reviewer approves.
    * @param agentName agent taking the action.
    * @param actionType category: tool_call, llm_call, state_update, ...
    * @param actionName name within the type (for tool_call, the tool name).

@@ -20,6 +20,18 @@ export interface CallOptions {
   signal?: AbortSignal;
 }
 
+/** Longest hold of one approval-status request (the service's maximum `wait`), in ms. */
+export const MAX_APPROVAL_WAIT_MS = 5000;
+
+/** Options of approvalStatus. */
+export interface ApprovalStatusOptions extends CallOptions {
+  /**
+   * Long-poll (`?wait=`, beyond the spec): the service holds the request up to this many ms
+   * (0..5000) while the approval is pending; the per-request timeout grows by as much.
+   */
+  waitMs?: number;
+}
+
 /** Options of the ServiceClient constructor. */
 export interface ServiceClientOptions {
   /** Service API key (`tg_...`); a secret. */
@@ -277,14 +289,27 @@ export class ServiceClient {
     });
   }
 
-  /** GET /v1/chains/{chain_id}/approval-status[?approval_id=] → chain status and the approval. */
+  /**
+   * GET /v1/chains/{chain_id}/approval-status[?approval_id=&wait=] → chain status and the
+   * approval; with `waitMs` the service answers once the approval is no longer pending or the
+   * wait elapsed.
+   * @throws TypeError when waitMs is not within 0..5000.
+   */
   async approvalStatus(
     chainId: string,
     approvalId?: string | null,
-    opts: CallOptions = {},
+    opts: ApprovalStatusOptions = {},
   ): Promise<ApprovalStatusResponse> {
-    const query = approvalId ? `?approval_id=${id(approvalId, "approvalId")}` : "";
-    return requestJson(this.#http, "GET", `/v1/chains/${id(chainId, "chainId")}/approval-status${query}`, {
+    const waitMs = opts.waitMs ?? 0;
+    if (!(waitMs >= 0 && waitMs <= MAX_APPROVAL_WAIT_MS))
+      throw new TypeError(`waitMs: must be within 0..${MAX_APPROVAL_WAIT_MS}`);
+    const params = [
+      ...(approvalId ? [`approval_id=${id(approvalId, "approvalId")}`] : []),
+      ...(waitMs > 0 ? [`wait=${waitMs / 1000}`] : []),
+    ];
+    const qs = params.length ? `?${params.join("&")}` : "";
+    const http = waitMs > 0 ? { ...this.#http, timeoutMs: this.#http.timeoutMs + waitMs } : this.#http;
+    return requestJson(http, "GET", `/v1/chains/${id(chainId, "chainId")}/approval-status${qs}`, {
       route: "GET /v1/chains/{chain_id}/approval-status",
       signal: opts.signal,
       schema: ApprovalStatusResponseSchema,

@@ -72,6 +72,13 @@ export type InitOptions = z.input<typeof InitOptionsSchema>;
 export interface SdkInternals {
   /** Approval-status poll interval in ms; default 5000. */
   pollIntervalMs: number;
+  /**
+   * Ask the service to hold each approval-status poll until the approval is decided or the
+   * interval ends (`?wait=`, beyond the spec): still one request per interval, but the caller
+   * resumes as soon as the decision is made. Default true, except with an injected `sleep`
+   * (virtual time: the service would hold in real time).
+   */
+  longPoll: boolean;
   /** Waits `ms` milliseconds; rejects with `signal.reason` when the signal aborts. */
   sleep: (ms: number, signal?: AbortSignal) => Promise<void>;
   /** Current time in epoch ms, for the local approval wait window. */
@@ -256,6 +263,7 @@ export function createConfig(
   }
   return new ChainConfig(apiKey, o, {
     pollIntervalMs,
+    longPoll: internals.longPoll ?? internals.sleep === undefined,
     sleep: internals.sleep ?? realSleep,
     now: internals.now ?? Date.now,
     fetch: internals.fetch ?? ((input, init) => globalThis.fetch(input, init)),

@@ -4,8 +4,14 @@
  * pollIntervalMs (5000 ms: constant, no backoff, no tiering). A transient error (backend
  * unreachable, per-request timeout, 5xx, 408/429) is ignored and retried on the next tick. The
  * local wait window is defaultApprovalTimeoutHours from the start of the wait.
+ *
+ * Long-poll (internals.longPoll, the default; beyond the spec): each poll asks the service to
+ * hold it for the interval (`?wait=`, at most 5 s) and the next poll starts when the previous
+ * one ends, but never sooner than one interval after it started — one request per interval,
+ * as the spec's poll, while a decision reaches the caller as soon as it is made. Without
+ * long-poll the loop sleeps the interval before each poll.
  */
-import type { ServiceClient } from "./client.js";
+import { MAX_APPROVAL_WAIT_MS, type ServiceClient } from "./client.js";
 import type { ChainConfig } from "./config.js";
 import { fromWire, type PolicyDecision } from "./decision.js";
 import { ActionDeniedError, ChainTimeoutError } from "./exceptions.js";
@@ -37,17 +43,24 @@ export async function waitForApproval(
   gate: PendingApproval,
   signal?: AbortSignal,
 ): Promise<PolicyDecision> {
-  const { pollIntervalMs, sleep, now } = config.internals;
+  const { pollIntervalMs, sleep, now, longPoll } = config.internals;
   const deadline = now() + config.defaultApprovalTimeoutHours * 3_600_000;
   const expired = () =>
     new ChainTimeoutError(gate.chainId, gate.approvalId, config.defaultApprovalTimeoutHours);
+  const waitMs = longPoll ? Math.min(pollIntervalMs, MAX_APPROVAL_WAIT_MS) : 0;
+  let started = Number.NEGATIVE_INFINITY;
   for (;;) {
     throwIfAborted(signal);
-    await sleep(pollIntervalMs, signal);
-    throwIfAborted(signal);
+    // Keeps one poll per interval when a poll ended early (error, restart, a service without `wait`).
+    const pause = longPoll ? started + pollIntervalMs - now() : pollIntervalMs;
+    if (pause > 0) {
+      await sleep(pause, signal);
+      throwIfAborted(signal);
+    }
+    started = now();
     let status: Awaited<ReturnType<ServiceClient["approvalStatus"]>>;
     try {
-      status = await client.approvalStatus(gate.chainId, gate.approvalId, { signal });
+      status = await client.approvalStatus(gate.chainId, gate.approvalId, { signal, waitMs });
     } catch (err) {
       if (signal?.aborted) throw abortReason(signal);
       if (!isTransient(err)) throw err;

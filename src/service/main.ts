@@ -31,6 +31,7 @@ async function main(): Promise<void> {
   log.info({ applied, database: db.kind }, "database ready");
   const service = await buildService({
     db,
+    databaseUrl: config.databaseUrl,
     masterKey: config.masterKey,
     adminToken: config.adminToken,
     publicUrl: config.publicUrl,

@@ -10,6 +10,7 @@ import type { Clock } from "../clock.js";
 import type { Database, Queryable } from "../db/pool.js";
 import { conflict, notFound } from "../errors.js";
 import { signApprovalResolution } from "./approval-attestation.js";
+import { MAX_APPROVAL_WAIT_SECONDS, notifyApprovalChanged, wakeApprovalWaiters } from "./approval-waiters.js";
 import { type ChainRow, cumulativeMetrics, metricsUpdateSql, metricsUpdateValues } from "./chains.js";
 import { enqueueJob } from "./jobs.js";
 import type { SigningKey, SigningKeys } from "./keys.js";
@@ -142,7 +143,11 @@ async function lockApproval(q: Queryable, approvalId: string, orgId?: string): P
   return rows[0];
 }
 
-/** Writes the resolution of an approval to the approval, its event and its chain. */
+/**
+ * Writes the resolution of an approval to the approval, its event and its chain, and sends the
+ * cross-replica wake-up of its held approval-status requests (delivered at COMMIT). Callers
+ * wake this process's held requests after their transaction commits.
+ */
 async function resolve(
   q: Queryable,
   a: ApprovalRow,
@@ -172,6 +177,7 @@ async function resolve(
   await q.query("UPDATE chains SET status = 'open' WHERE id = $1 AND status = 'pending_approval'", [
     a.chain_id,
   ]);
+  await notifyApprovalChanged(q, a.chain_id);
 }
 
 /**
@@ -196,13 +202,15 @@ export async function decideApproval(
   const nowMs = opts.clock.nowMs();
   const approvalKey = opts.keys ? await opts.keys.active("approval") : null;
   // A late decision on an expired approval commits the timeout first and then answers 409.
+  let resolvedChain: string | null = null;
   const refused = await db.tx(async (q): Promise<ApprovalStatus | null> => {
     const a = await lockApproval(q, opts.approvalId, opts.orgId);
-    if (a.status === "pending" && new Date(a.expires_at).getTime() <= nowMs) {
+    if (a.status !== "pending") return a.status;
+    resolvedChain = a.chain_id;
+    if (new Date(a.expires_at).getTime() <= nowMs) {
       await timeOut(q, a, nowMs, approvalKey);
       return "timed_out";
     }
-    if (a.status !== "pending") return a.status;
     const notes = opts.body.notes?.trim() || null;
     if (opts.body.decision === "deny") {
       await resolve(q, a, {
@@ -272,6 +280,7 @@ export async function decideApproval(
     if (approvalKey) await signApprovalResolution(q, a.id, approvalKey);
     return null;
   });
+  if (resolvedChain) wakeApprovalWaiters(resolvedChain);
   if (refused) {
     throw conflict("TG_ERR_APPROVAL_RESOLVED", `The approval is already ${refused}`, {
       approval_id: opts.approvalId,
@@ -311,16 +320,21 @@ export async function timeoutApprovalJob(
   keys?: SigningKeys,
 ): Promise<void> {
   const key = keys ? await keys.active("approval") : null;
-  await db.tx(async (q) => {
+  const timedOutChain = await db.tx(async (q) => {
     const { rows } = await q.query<ApprovalRow>("SELECT * FROM approvals WHERE id = $1 FOR UPDATE", [
       approvalId,
     ]);
     const a = rows[0];
-    if (a?.status === "pending") await timeOut(q, a, nowMs, key);
-    else if (key && a?.status === "timed_out" && (a as { signature?: string | null }).signature == null) {
+    if (a?.status === "pending") {
+      await timeOut(q, a, nowMs, key);
+      return a.chain_id;
+    }
+    if (key && a?.status === "timed_out" && (a as { signature?: string | null }).signature == null) {
       await signApprovalResolution(q, a.id, key);
     }
+    return null;
   });
+  if (timedOutChain) wakeApprovalWaiters(timedOutChain);
 }
 
 /** Job handler: at half the timeout, mails the fallback approvers once. Idempotent. */
@@ -340,6 +354,10 @@ export async function escalateApprovalJob(db: Database, approvalId: string, nowM
 /**
  * Cancels the chain's pending approval when the chain is completed while it waits. With `key`
  * (the active "approval" key, fetched before the transaction), signs each cancellation.
+ * The caller's transaction is not visible here, so this process's held requests are woken
+ * before its COMMIT: on PGlite their re-read queues behind the transaction on the one pooled
+ * connection and sees the cancellation; on PostgreSQL the NOTIFY sent by resolve() (delivered
+ * at COMMIT) wakes them again, and without a listener they answer when their wait elapses.
  */
 export async function cancelPendingApprovals(
   q: Queryable,
@@ -365,6 +383,7 @@ export async function cancelPendingApprovals(
     });
     if (key) await signApprovalResolution(q, a.id, key);
   }
+  if (rows.length) wakeApprovalWaiters(chainId);
 }
 
 /** The approval as the API returns it. */
@@ -407,6 +426,16 @@ export async function getApproval(db: Database, orgId: string, approvalId: strin
   if (!rows[0]) throw notFound("Approval");
   return approvalView(rows[0] as ApprovalRow & Record<string, unknown>, rows[0].approval_timeout_hours);
 }
+
+/**
+ * Query of GET /v1/chains/{chain_id}/approval-status. `wait` (seconds, 0..5, beyond the spec)
+ * holds the request while the approval is pending (approval-waiters.ts); absent or 0 answers at
+ * once, as the spec's plain poll.
+ */
+export const ApprovalStatusQuerySchema = z.object({
+  approval_id: z.uuid().optional(),
+  wait: z.coerce.number().min(0).max(MAX_APPROVAL_WAIT_SECONDS).optional(),
+});
 
 /**
  * GET /v1/chains/{chain_id}/approval-status: the chain's status and its latest (or the given)

@@ -105,7 +105,12 @@ export const chainRoutes: FastifyPluginAsyncZod = async (app) => {
         });
       // `wait` (beyond the spec): hold while pending, woken when the approval is resolved.
       const { wait } = req.query;
-      return wait ? tg.approvalWaiters.hold(req.params.chain_id, wait * 1000, read) : read();
+      if (!wait) return read();
+      const status = await tg.approvalWaiters.hold(req.params.chain_id, wait * 1000, read);
+      // Ended by shutdown: the client's next poll must not reuse this keep-alive connection,
+      // which would keep the closing server open.
+      if (tg.approvalWaiters.closed) reply.header("connection", "close");
+      return status;
     },
   );
 

@@ -1,0 +1,281 @@
+/**
+ * Long-poll on GET /v1/chains/{chain_id}/approval-status?wait= (issue 9, beyond the spec): a held
+ * request answers as soon as its approval is approved, denied, timed out or cancelled, answers
+ * `pending` when the wait elapses, ends at once on graceful shutdown, and keeps the body of the
+ * plain poll. On PostgreSQL, two service processes on one database: a decision on one wakes a
+ * request held by the other (LISTEN/NOTIFY), also after the listener connection was killed.
+ * Timing bounds are generous (a wake-up must beat the 5 s wait, never a tight figure).
+ */
+import { randomBytes } from "node:crypto";
+import pg from "pg";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { api, type ServiceProcess, startServiceProcess } from "../../bench/lib/parts.js";
+import { LISTENER_APPLICATION_NAME } from "../../src/service/domain/approval-listener.js";
+import { backend, freshDatabase } from "../support/db.js";
+import { startTestService, type TestService } from "../support/service.js";
+
+let t: TestService;
+let org: Awaited<ReturnType<TestService["bootstrapOrg"]>>;
+beforeAll(async () => {
+  t = await startTestService({ listen: true });
+  org = await t.bootstrapOrg("wait-org");
+});
+afterAll(async () => {
+  await t?.close();
+});
+
+/** A chain whose last action (7,500 USD, above the default 5,000 threshold) awaits approval. */
+async function gatedChain(svc: TestService = t, key = org.clientKey) {
+  const chain = await svc.call("POST", "/v1/chains", { token: key, body: { name: "wait" } });
+  const chainId = chain.json().chain_id as string;
+  const r = await svc.call("POST", `/v1/chains/${chainId}/actions`, {
+    token: key,
+    body: {
+      agent_name: "payer",
+      action_type: "tool_call",
+      action_name: "pay",
+      payload: { amount_usd: 7500 },
+    },
+  });
+  expect(r.json().policy_decision).toBe("require_approval");
+  return { chainId, approvalId: r.json().approval_id as string };
+}
+
+/** GET approval-status over real HTTP; resolves with the status code, body and elapsed ms. */
+async function poll(base: string, key: string, chainId: string, query: string) {
+  const t0 = performance.now();
+  const r = await fetch(`${base}/v1/chains/${chainId}/approval-status${query}`, {
+    headers: { authorization: `Bearer ${key}` },
+  });
+  return { status: r.status, body: await r.json(), ms: performance.now() - t0 };
+}
+
+/** Resolves once `n` requests are held by the service (the hold has started). */
+async function held(svc: TestService, n = 1): Promise<void> {
+  const deadline = performance.now() + 5000;
+  while (svc.service.ctx.approvalWaiters.size < n) {
+    if (performance.now() > deadline) throw new Error("the request was not held");
+    await new Promise((r) => setTimeout(r, 10));
+  }
+}
+
+describe("approval-status ?wait=", () => {
+  it("a held request returns approved as soon as the approval is approved", async () => {
+    const { chainId, approvalId } = await gatedChain();
+    const waiting = poll(t.url, org.clientKey, chainId, `?approval_id=${approvalId}&wait=5`);
+    await held(t);
+    const approve = await t.call("POST", `/v1/approvals/${approvalId}/decision`, {
+      token: org.adminKey,
+      body: { decision: "approve" },
+    });
+    expect(approve.statusCode).toBe(200);
+    const r = await waiting;
+    expect(r.status).toBe(200);
+    expect(r.body.approval.status).toBe("approved");
+    expect(r.ms).toBeLessThan(5000);
+    // The same body as the plain poll.
+    const plain = await poll(t.url, org.clientKey, chainId, `?approval_id=${approvalId}`);
+    expect(r.body).toEqual(plain.body);
+    expect(t.service.ctx.approvalWaiters.size).toBe(0);
+  });
+
+  it("returns pending when the wait elapses", async () => {
+    const { chainId, approvalId } = await gatedChain();
+    const r = await poll(t.url, org.clientKey, chainId, `?approval_id=${approvalId}&wait=1`);
+    expect(r.status).toBe(200);
+    expect(r.body).toMatchObject({ chain_id: chainId, chain_status: "pending_approval" });
+    expect(r.body.approval.status).toBe("pending");
+    expect(r.ms).toBeGreaterThanOrEqual(900);
+    const plain = await poll(t.url, org.clientKey, chainId, `?approval_id=${approvalId}`);
+    expect(r.body).toEqual(plain.body);
+    await t.call("POST", `/v1/chains/${chainId}/complete`, { token: org.clientKey, body: {} });
+  });
+
+  it("wakes on a denial, a backend timeout and a cancellation (chain completed)", async () => {
+    const denied = await gatedChain();
+    let waiting = poll(t.url, org.clientKey, denied.chainId, "?wait=5");
+    await held(t);
+    await t.call("POST", `/v1/approvals/${denied.approvalId}/decision`, {
+      token: org.adminKey,
+      body: { decision: "deny", notes: "no" },
+    });
+    let r = await waiting;
+    expect(r.body.approval).toMatchObject({ status: "denied", condition: "no" });
+    expect(r.ms).toBeLessThan(5000);
+
+    const timedOut = await gatedChain();
+    waiting = poll(t.url, org.clientKey, timedOut.chainId, "?wait=5");
+    await held(t);
+    t.clock.advance(24 * 3600_000 + 1000);
+    expect(await t.runJobs()).toBeGreaterThan(0);
+    r = await waiting;
+    expect(r.body.approval.status).toBe("timed_out");
+    expect(r.ms).toBeLessThan(5000);
+
+    const cancelled = await gatedChain();
+    waiting = poll(t.url, org.clientKey, cancelled.chainId, "?wait=5");
+    await held(t);
+    const done = await t.call("POST", `/v1/chains/${cancelled.chainId}/complete`, {
+      token: org.clientKey,
+      body: {},
+    });
+    expect(done.statusCode).toBe(200);
+    r = await waiting;
+    expect(r.body).toMatchObject({ chain_status: "completed", approval: { status: "cancelled" } });
+    // On PostgreSQL without a listener (this in-process service has none) the cancellation,
+    // woken before its COMMIT, may be seen only when the wait elapses.
+    if (backend() === "pglite") expect(r.ms).toBeLessThan(5000);
+  });
+
+  it("answers at once without wait, with wait=0, and when the approval is already decided", async () => {
+    const { chainId, approvalId } = await gatedChain();
+    for (const q of ["", "?wait=0"]) {
+      const r = await poll(t.url, org.clientKey, chainId, q);
+      expect(r.body.approval.status).toBe("pending");
+      expect(r.ms).toBeLessThan(900);
+    }
+    await t.call("POST", `/v1/approvals/${approvalId}/decision`, {
+      token: org.adminKey,
+      body: { decision: "approve" },
+    });
+    const r = await poll(t.url, org.clientKey, chainId, "?wait=5");
+    expect(r.body.approval.status).toBe("approved");
+    expect(r.ms).toBeLessThan(900);
+  });
+
+  it("rejects a bad wait with 400 naming the field", async () => {
+    const { chainId } = await gatedChain();
+    for (const wait of ["6", "-1", "abc", "Infinity"]) {
+      const r = await t.call("GET", `/v1/chains/${chainId}/approval-status?wait=${wait}`, {
+        token: org.clientKey,
+      });
+      expect(r.statusCode, wait).toBe(400);
+      expect(r.json()).toMatchObject({ code: "TG_ERR_VALIDATION" });
+      expect(r.json().message).toMatch(/^querystring\.wait: /);
+    }
+    await t.call("POST", `/v1/chains/${chainId}/complete`, { token: org.clientKey, body: {} });
+  });
+
+  it("another organization's chain is 404 before any hold", async () => {
+    const { chainId } = await gatedChain();
+    const other = await t.bootstrapOrg("wait-other");
+    const r = await poll(t.url, other.clientKey, chainId, "?wait=5");
+    expect(r.status).toBe(404);
+    expect(r.ms).toBeLessThan(900);
+  });
+});
+
+describe("graceful shutdown", () => {
+  it("answers held requests at once with the current status", async () => {
+    const own = await startTestService({ listen: true });
+    try {
+      const o = await own.bootstrapOrg("wait-shutdown");
+      const { chainId } = await gatedChain(own, o.clientKey);
+      const waiting = poll(own.url, o.clientKey, chainId, "?wait=5");
+      await held(own);
+      const t0 = performance.now();
+      await own.service.close();
+      const r = await waiting;
+      expect(r.status).toBe(200);
+      expect(r.body.approval.status).toBe("pending");
+      expect(performance.now() - t0).toBeLessThan(4000);
+    } finally {
+      await own.close().catch(() => {});
+    }
+  });
+});
+
+// Two replicas are two processes: the in-process wake-up cannot reach the other one, only
+// PostgreSQL's NOTIFY can. PGlite serves a single process.
+describe.runIf(backend() === "postgres")("two service processes on one PostgreSQL", () => {
+  let database: Awaited<ReturnType<typeof freshDatabase>>;
+  let a: ServiceProcess;
+  let b: ServiceProcess;
+  let clientKey: string;
+  let adminKey: string;
+  const adminToken = `tga_${randomBytes(32).toString("base64url")}`;
+
+  beforeAll(async () => {
+    database = await freshDatabase();
+    const env = { TOLLGATE_ADMIN_TOKEN: adminToken, TOLLGATE_MASTER_KEY: randomBytes(32).toString("hex") };
+    a = await startServiceProcess(database.url!, env);
+    b = await startServiceProcess(database.url!, env);
+    await api(`${a.url}/v1/admin/organizations/replicas`, adminToken, "PUT", {});
+    const key = async (role: string) =>
+      (
+        await api(`${a.url}/v1/admin/organizations/replicas/api-keys`, adminToken, "POST", {
+          name: role,
+          role,
+        })
+      ).api_key as string;
+    clientKey = await key("client");
+    adminKey = await key("admin");
+  });
+  afterAll(async () => {
+    await a?.stop();
+    await b?.stop();
+    await database?.close();
+  });
+
+  /** Gates a chain on A, holds on B, approves on A; returns B's answer. */
+  async function approveOnAWakeB() {
+    const chain = await api(`${a.url}/v1/chains`, clientKey, "POST", { name: "replicas" });
+    const r = await api(`${a.url}/v1/chains/${chain.chain_id}/actions`, clientKey, "POST", {
+      agent_name: "payer",
+      action_type: "tool_call",
+      action_name: "pay",
+      payload: { amount_usd: 7500 },
+    });
+    expect(r.policy_decision).toBe("require_approval");
+    const waiting = poll(b.url, clientKey, chain.chain_id, `?approval_id=${r.approval_id}&wait=5`);
+    // B has begun holding once a plain read can no longer race it; a short head start suffices
+    // because a missed wake-up would only delay the answer to the 5 s bound asserted below.
+    await new Promise((res) => setTimeout(res, 300));
+    const t0 = performance.now();
+    await api(`${a.url}/v1/approvals/${r.approval_id}/decision`, adminKey, "POST", { decision: "approve" });
+    const answer = await waiting;
+    return { answer, afterApproveMs: performance.now() - t0 };
+  }
+
+  /** pids of the LISTEN connections that are listening. */
+  async function listeners(): Promise<number[]> {
+    const c = new pg.Client({ connectionString: database.url });
+    await c.connect();
+    try {
+      const { rows } = await c.query(
+        "SELECT pid FROM pg_stat_activity WHERE application_name = $1 AND query ILIKE 'LISTEN%' ORDER BY pid",
+        [LISTENER_APPLICATION_NAME],
+      );
+      return rows.map((r) => r.pid as number);
+    } finally {
+      await c.end();
+    }
+  }
+
+  it("an approval on A wakes a request held by B", async () => {
+    expect(await listeners()).toHaveLength(2);
+    const { answer, afterApproveMs } = await approveOnAWakeB();
+    expect(answer.status).toBe(200);
+    expect(answer.body.approval.status).toBe("approved");
+    expect(answer.ms).toBeLessThan(5000);
+    expect(afterApproveMs).toBeLessThan(4000);
+  });
+
+  it("the listener reconnects after its connection is killed", async () => {
+    const before = await listeners();
+    const c = new pg.Client({ connectionString: database.url });
+    await c.connect();
+    await c.query("SELECT pg_terminate_backend(pid) FROM unnest($1::int[]) AS pid", [before]);
+    await c.end();
+    const deadline = performance.now() + 15_000;
+    for (;;) {
+      const now = await listeners();
+      if (now.length === 2 && now.every((pid) => !before.includes(pid))) break;
+      if (performance.now() > deadline) throw new Error(`listeners did not come back: ${now}`);
+      await new Promise((res) => setTimeout(res, 100));
+    }
+    const { answer } = await approveOnAWakeB();
+    expect(answer.body.approval.status).toBe("approved");
+    expect(answer.ms).toBeLessThan(5000);
+  });
+});
