@@ -10,7 +10,7 @@
 import { randomUUID } from "node:crypto";
 import type { FastifyRequest } from "fastify";
 import type { Clock } from "./clock.js";
-import type { Queryable } from "./db/pool.js";
+import type { PreparedStatement, Queryable } from "./db/pool.js";
 import { forbidden, unauthorized } from "./errors.js";
 import { hashSecret, newSecret, safeEqual } from "./secrets.js";
 
@@ -66,12 +66,14 @@ export async function authenticate(
 
 type ApiKeyPrincipal = Extract<Principal, { kind: "api_key" }>;
 
+const API_KEY_BY_HASH: PreparedStatement = {
+  name: "tg_api_key_by_hash",
+  text: "SELECT id, org_id, name, role FROM api_keys WHERE key_hash = $1 AND revoked_at IS NULL",
+};
+
 /** The unrevoked API key whose secret hashes to `hash`, as a principal; null when none. */
 async function apiKeyPrincipal(q: Queryable, hash: string): Promise<ApiKeyPrincipal | null> {
-  const { rows } = await q.query(
-    "SELECT id, org_id, name, role FROM api_keys WHERE key_hash = $1 AND revoked_at IS NULL",
-    [hash],
-  );
+  const { rows } = await q.query(API_KEY_BY_HASH, [hash]);
   const k = rows[0];
   return k ? { kind: "api_key", orgId: k.org_id, keyId: k.id, keyName: k.name, role: k.role } : null;
 }

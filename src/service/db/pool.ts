@@ -7,10 +7,20 @@ import { mkdir } from "node:fs/promises";
 import path from "node:path";
 import pg from "pg";
 
+/**
+ * A statement PostgreSQL prepares once per connection and then only binds and executes: for
+ * the hot path's fixed statements, whose parse and plan otherwise cost more server CPU than
+ * their execution. `name` must be unique per distinct `text`.
+ */
+export interface PreparedStatement {
+  name: string;
+  text: string;
+}
+
 /** A query runner: the pool, or one client inside a transaction. */
 export interface Queryable {
   query<R extends pg.QueryResultRow = pg.QueryResultRow>(
-    text: string,
+    text: string | PreparedStatement,
     values?: unknown[],
   ): Promise<pg.QueryResult<R>>;
 }
@@ -36,8 +46,13 @@ class PgDatabase implements Database {
     private readonly onClose: () => Promise<void> = async () => {},
   ) {}
 
-  query<R extends pg.QueryResultRow = pg.QueryResultRow>(text: string, values?: unknown[]) {
-    return this.pool.query<R>(text, values as unknown[]);
+  query<R extends pg.QueryResultRow = pg.QueryResultRow>(
+    text: string | PreparedStatement,
+    values?: unknown[],
+  ) {
+    return typeof text === "string"
+      ? this.pool.query<R>(text, values as unknown[])
+      : this.pool.query<R>({ ...text, values: values as unknown[] });
   }
 
   async tx<T>(fn: (q: Queryable) => Promise<T>): Promise<T> {

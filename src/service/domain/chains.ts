@@ -16,7 +16,7 @@ import {
   type PolicyDecision,
 } from "../../policy/schema.js";
 import type { Clock } from "../clock.js";
-import type { Database, Queryable } from "../db/pool.js";
+import type { Database, PreparedStatement, Queryable } from "../db/pool.js";
 import { conflict, notFound, unauthorized } from "../errors.js";
 import { enqueueApprovalRequested, scheduleApprovalTimers } from "./approvals.js";
 import type { ChainState, ChainStateCache } from "./chain-state.js";
@@ -347,6 +347,13 @@ export async function previewAction(
   return { ...ev.decision, chain_id: state.row.id, category: ev.category, recorded: false };
 }
 
+const READ_CHAIN_STATE: PreparedStatement = {
+  name: "tg_read_chain_state",
+  text: `SELECT c.*, c.xmin::text AS row_xmin, to_jsonb(o.*) AS org,
+       $3::uuid IS NULL OR EXISTS (SELECT 1 FROM api_keys k WHERE k.id = $3 AND k.revoked_at IS NULL) AS key_ok
+     FROM chains c JOIN organizations o ON o.id = c.org_id WHERE c.id = $1 AND c.org_id = $2`,
+};
+
 /**
  * Reads a chain with its organization and row version in one query.
  * @throws ApiError 404 unknown chain; 401 when `keyId` names a revoked API key.
@@ -355,12 +362,7 @@ async function readChainState(
   q: Queryable,
   opts: { orgId: string; chainId: string; keyId: string | null },
 ): Promise<ChainState> {
-  const { rows } = await q.query(
-    `SELECT c.*, c.xmin::text AS row_xmin, to_jsonb(o.*) AS org,
-       $3::uuid IS NULL OR EXISTS (SELECT 1 FROM api_keys k WHERE k.id = $3 AND k.revoked_at IS NULL) AS key_ok
-     FROM chains c JOIN organizations o ON o.id = c.org_id WHERE c.id = $1 AND c.org_id = $2`,
-    [opts.chainId, opts.orgId, opts.keyId],
-  );
+  const { rows } = await q.query(READ_CHAIN_STATE, [opts.chainId, opts.orgId, opts.keyId]);
   const row = rows[0];
   if (!row) throw notFound("Chain");
   if (!row.key_ok) throw unauthorized("The API key or session is invalid or revoked");

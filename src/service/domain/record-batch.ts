@@ -6,7 +6,7 @@
  * written; the others are. Under load this turns N round trips (and N socket writes, which
  * dominated the service's CPU profile) into one; alone, a write goes out at once.
  */
-import type { Queryable } from "../db/pool.js";
+import type { PreparedStatement, Queryable } from "../db/pool.js";
 
 /** One guarded write: the chain state it was decided on and the event and counters it writes. */
 export interface GuardedWrite {
@@ -50,7 +50,9 @@ export interface GuardedWrite {
 /** A written chain row (all columns of `chains`) and its new row version. */
 export type WrittenChain = Record<string, unknown> & { row_xmin: string };
 
-const BATCH_SQL = `
+const BATCH: PreparedStatement = {
+  name: "tg_record_batch",
+  text: `
 WITH b AS (
   SELECT * FROM jsonb_to_recordset($1::jsonb) AS b(
     ord int, chain_id uuid, xmin text, org_id uuid, config_version text, kill boolean, paused boolean,
@@ -86,7 +88,8 @@ inserted AS (
     b.action_name, b.payload, b.category, b.facts, b.decision, b.triggers, b.exception_id, NULL, b.recorded_at
   FROM b JOIN advanced a ON a.ord = b.ord
 )
-SELECT * FROM advanced`;
+SELECT * FROM advanced`,
+};
 
 const toRecord = (w: GuardedWrite, ord: number) => ({
   ord,
@@ -124,7 +127,7 @@ const toRecord = (w: GuardedWrite, ord: number) => ({
  * or null when its guards failed. Throws what the database throws.
  */
 export async function writeBatch(q: Queryable, writes: GuardedWrite[]): Promise<(WrittenChain | null)[]> {
-  const { rows } = await q.query(BATCH_SQL, [JSON.stringify(writes.map(toRecord))]);
+  const { rows } = await q.query(BATCH, [JSON.stringify(writes.map(toRecord))]);
   const byOrd = new Map<number, WrittenChain>();
   for (const { ord, ...row } of rows) byOrd.set(ord as number, row as WrittenChain);
   return writes.map((_, i) => byOrd.get(i) ?? null);
