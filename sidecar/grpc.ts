@@ -60,12 +60,23 @@ export function toServiceError(e: GatewayError, chainId: string | null): Partial
 }
 
 /**
- * A controller aborted when the call is cancelled or its deadline passes (grpc-js ends the call
- * with DEADLINE_EXCEEDED itself and then reports it cancelled).
+ * Runs a handler body with a controller that is aborted when the call is cancelled or its
+ * deadline passes (grpc-js ends the call with DEADLINE_EXCEEDED itself and then reports it
+ * cancelled), and answers through the callback, mapping every error.
+ *
+ * grpc-js also emits `cancelled` after every call it has answered; the listener is removed as
+ * soon as the body settles, so a finished call does not abort its controller (which cost an
+ * error with a stack trace and an abort event per call, on the hot path).
  */
-function callController(call: grpc.ServerUnaryCall<unknown, unknown>): AbortController {
+function answer<T>(
+  call: grpc.ServerUnaryCall<unknown, unknown>,
+  callback: grpc.sendUnaryData<T>,
+  log: Logger,
+  chainId: string | null,
+  body: (controller: AbortController) => Promise<T>,
+): void {
   const controller = new AbortController();
-  call.once("cancelled", () => {
+  const onCancelled = () => {
     const deadline = call.getDeadline();
     const ms = deadline instanceof Date ? deadline.getTime() : Number(deadline);
     const expired = Number.isFinite(ms) && Date.now() >= ms - 5;
@@ -74,20 +85,15 @@ function callController(call: grpc.ServerUnaryCall<unknown, unknown>): AbortCont
         ? new GatewayError(ErrorCode.DEADLINE_EXCEEDED, "the call's deadline passed; nothing was forwarded")
         : new GatewayError(ErrorCode.CANCELLED, "the caller cancelled; nothing was forwarded"),
     );
-  });
-  return controller;
-}
-
-/** Runs a handler body and answers through the callback, mapping every error. */
-function answer<T>(
-  callback: grpc.sendUnaryData<T>,
-  log: Logger,
-  chainId: string | null,
-  body: () => Promise<T>,
-): void {
-  body().then(
-    (value) => callback(null, value),
+  };
+  call.once("cancelled", onCancelled);
+  body(controller).then(
+    (value) => {
+      call.removeListener("cancelled", onCancelled);
+      callback(null, value);
+    },
     (err: unknown) => {
+      call.removeListener("cancelled", onCancelled);
       const e = err instanceof GatewayError ? err : new GatewayError(ErrorCode.INTERNAL, "internal error");
       if (!(err instanceof GatewayError)) log.error({ err }, "unexpected error in a gRPC handler");
       callback(toServiceError(e, chainId));
@@ -108,14 +114,14 @@ export function gatewayHandlers(o: GrpcServerOptions): ToolGatewayHandlers {
   const { governor, log } = o;
   return {
     OpenChain(call, callback) {
-      answer(callback, log, null, async () => {
+      answer(call, callback, log, null, async (controller) => {
         const req = parseOpenChain(call.request, o.maxPayloadBytes);
-        return { chain_id: await governor.openChain(req.name, req.metadata, callController(call)) };
+        return { chain_id: await governor.openChain(req.name, req.metadata, controller) };
       });
     },
     Invoke(call, callback) {
       const chainId = call.request.chain_id || null;
-      answer(callback, log, chainId, async () => {
+      answer(call, callback, log, chainId, async (controller) => {
         let input: InvokeInput;
         try {
           input = parseInvoke(call.request, o.upstreamNames, o.maxPayloadBytes);
@@ -123,7 +129,7 @@ export function gatewayHandlers(o: GrpcServerOptions): ToolGatewayHandlers {
           governor.countInvalid("grpc");
           throw err;
         }
-        const r = await governor.invoke(input, callController(call), "grpc");
+        const r = await governor.invoke(input, controller, "grpc");
         return {
           decision: toProtoDecision(r.decision, r.chainId),
           forwarded: r.forwarded,
@@ -135,9 +141,9 @@ export function gatewayHandlers(o: GrpcServerOptions): ToolGatewayHandlers {
       });
     },
     CompleteChain(call, callback) {
-      answer(callback, log, call.request.chain_id || null, async () => {
+      answer(call, callback, log, call.request.chain_id || null, async (controller) => {
         const req = parseComplete(call.request);
-        const r = await governor.completeChain(req.chainId, req.failure, callController(call));
+        const r = await governor.completeChain(req.chainId, req.failure, controller);
         return {
           chain_id: r.chainId,
           status: r.status,
@@ -147,21 +153,18 @@ export function gatewayHandlers(o: GrpcServerOptions): ToolGatewayHandlers {
       });
     },
     GetReceipt(call, callback) {
-      answer(callback, log, call.request.chain_id || null, async () => {
+      answer(call, callback, log, call.request.chain_id || null, async (controller) => {
         const chainId = parseChainId(call.request.chain_id);
-        const receipt = await governor.getReceipt(chainId, callController(call));
+        const receipt = await governor.getReceipt(chainId, controller);
         if (!receipt)
           throw new GatewayError(ErrorCode.NOT_FOUND, "the chain has no receipt yet (complete it first)");
         return { receipt: jsonToStruct(receipt as Record<string, unknown>) };
       });
     },
     GetDecision(call, callback) {
-      answer(callback, log, call.request.chain_id || null, async () => {
+      answer(call, callback, log, call.request.chain_id || null, async (controller) => {
         const req = parseGetDecision(call.request);
-        return toProtoDecision(
-          await governor.getDecision(req.chainId, req.eventId, callController(call)),
-          req.chainId,
-        );
+        return toProtoDecision(await governor.getDecision(req.chainId, req.eventId, controller), req.chainId);
       });
     },
   };

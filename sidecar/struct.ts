@@ -14,34 +14,76 @@ export type JsonObject = { [key: string]: Json };
 
 /** Converts a decoded Struct (absent → {}) into a JSON object. */
 export function structToJson(struct: Struct__Output | null | undefined): JsonObject {
-  const out: JsonObject = {};
-  const fields = struct?.fields;
-  if (!fields) return out;
-  for (const key of Object.keys(fields)) out[key] = valueToJson(fields[key]);
-  return out;
+  return convertStruct(struct, { bound: 0 });
+}
+
+/**
+ * structToJson, plus an upper bound of the UTF-8 size of the result's JSON.stringify in bytes,
+ * counted on the way: a UTF-16 unit of a string or key takes at most 6 bytes (the escape
+ * `\u001f`; non-ASCII takes at most 3), a number at most 24 (`-2.2250738585072014e-308`).
+ * Lets a size limit pass most payloads without serializing them.
+ */
+export function structToJsonSized(struct: Struct__Output | null | undefined): {
+  json: JsonObject;
+  sizeBound: number;
+} {
+  const size = { bound: 0 };
+  const json = convertStruct(struct, size);
+  return { json, sizeBound: size.bound };
 }
 
 /** Converts a decoded Value into JSON (an unset kind is null). */
 export function valueToJson(value: Value__Output | null | undefined): Json {
-  if (!value) return null;
-  switch (value.kind) {
-    case "stringValue":
-      return value.stringValue ?? "";
-    case "numberValue":
-      return Number(value.numberValue ?? 0);
-    case "boolValue":
-      return value.boolValue ?? false;
-    case "structValue":
-      return structToJson(value.structValue);
-    case "listValue":
-      return listToJson(value.listValue);
-    default:
-      return null;
-  }
+  return convertValue(value, { bound: 0 });
 }
 
-function listToJson(list: ListValue__Output | null | undefined): Json[] {
-  return (list?.values ?? []).map(valueToJson);
+/** The running size bound of one conversion (see structToJsonSized). */
+interface Size {
+  bound: number;
+}
+
+function convertStruct(struct: Struct__Output | null | undefined, size: Size): JsonObject {
+  const out: JsonObject = {};
+  size.bound += 2;
+  const fields = struct?.fields;
+  if (!fields) return out;
+  for (const key of Object.keys(fields)) {
+    size.bound += 4 + 6 * key.length; // "key": and the comma
+    out[key] = convertValue(fields[key], size);
+  }
+  return out;
+}
+
+function convertValue(value: Value__Output | null | undefined, size: Size): Json {
+  if (value) {
+    switch (value.kind) {
+      case "stringValue": {
+        const text = value.stringValue ?? "";
+        size.bound += 2 + 6 * text.length;
+        return text;
+      }
+      case "numberValue":
+        size.bound += 24;
+        return Number(value.numberValue ?? 0);
+      case "boolValue":
+        size.bound += 5;
+        return value.boolValue ?? false;
+      case "structValue":
+        return convertStruct(value.structValue, size);
+      case "listValue":
+        return convertList(value.listValue, size);
+    }
+  }
+  size.bound += 4;
+  return null;
+}
+
+function convertList(list: ListValue__Output | null | undefined, size: Size): Json[] {
+  const values = list?.values ?? [];
+  const out: Json[] = new Array(values.length);
+  size.bound += 2 + values.length; // brackets and commas
+  for (let i = 0; i < values.length; i++) out[i] = convertValue(values[i], size);
+  return out;
 }
 
 /** Converts a JSON object (anything JSON.stringify accepts) into a Struct message. */

@@ -1,0 +1,107 @@
+/**
+ * The sidecar as its own process, started the way the sidecar image starts it
+ * (`node --import tsx sidecar/main.ts`, configuration from the environment, the API key from a
+ * mounted file), and per-process readings from /proc (Linux): resident memory and CPU time.
+ */
+import { type ChildProcess, spawn } from "node:child_process";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { freePort } from "../../test/support/postgres.js";
+import { repoRoot } from "./parts.js";
+
+/** A running sidecar process. */
+export interface SidecarProcess {
+  /** host:port of its gRPC server. */
+  grpcAddress: string;
+  /** Base URL of its HTTP face (/readyz, /metrics). */
+  httpUrl: string;
+  proc: ChildProcess;
+  /** SIGTERM (graceful drain), waits for the exit, removes the key file. */
+  stop(): Promise<void>;
+}
+
+/** Options of startSidecarProcess. */
+export interface SidecarProcessOptions {
+  /** TOLLGATE_SERVICE_URL. */
+  serviceUrl: string;
+  /** The client API key, written to a 0600 file as the webhook mounts it. */
+  apiKey: string;
+  /** TOLLGATE_UPSTREAMS (default none). */
+  upstreams?: unknown[];
+  /** Node flags before `--import tsx`, e.g. --cpu-prof. */
+  nodeArgs?: string[];
+  /** More environment (e.g. NODE_ENV). */
+  env?: Record<string, string>;
+}
+
+/** Starts the sidecar; resolves when /readyz answers 200. */
+export async function startSidecarProcess(opts: SidecarProcessOptions): Promise<SidecarProcess> {
+  const dir = mkdtempSync(path.join(os.tmpdir(), "tg-bench-sidecar-"));
+  const keyFile = path.join(dir, "api-key");
+  writeFileSync(keyFile, opts.apiKey, { mode: 0o600 });
+  const [grpcPort, httpPort] = [await freePort(), await freePort()];
+  const proc = spawn(process.execPath, [...(opts.nodeArgs ?? []), "--import", "tsx", "sidecar/main.ts"], {
+    cwd: repoRoot,
+    env: {
+      PATH: process.env.PATH ?? "",
+      TOLLGATE_SERVICE_URL: opts.serviceUrl,
+      TOLLGATE_API_KEY_FILE: keyFile,
+      TOLLGATE_GRPC_ADDRESS: `127.0.0.1:${grpcPort}`,
+      TOLLGATE_HTTP_ADDRESS: `127.0.0.1:${httpPort}`,
+      TOLLGATE_UPSTREAMS: JSON.stringify(opts.upstreams ?? []),
+      LOG_LEVEL: "warn",
+      ...opts.env,
+    },
+    stdio: ["ignore", "ignore", "pipe"],
+  });
+  let stderr = "";
+  proc.stderr!.on("data", (d) => (stderr = (stderr + d).slice(-4000)));
+  const httpUrl = `http://127.0.0.1:${httpPort}`;
+  const deadline = Date.now() + 60_000;
+  for (;;) {
+    if (proc.exitCode !== null) throw new Error(`sidecar exited:\n${stderr}`);
+    const ok = await fetch(`${httpUrl}/readyz`).then(
+      (r) => r.ok,
+      () => false,
+    );
+    if (ok) break;
+    if (Date.now() > deadline) {
+      proc.kill("SIGKILL");
+      throw new Error(`sidecar not ready:\n${stderr}`);
+    }
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  return {
+    grpcAddress: `127.0.0.1:${grpcPort}`,
+    httpUrl,
+    proc,
+    async stop() {
+      if (proc.exitCode === null) {
+        const exited = new Promise((r) => proc.once("exit", r));
+        proc.kill("SIGTERM");
+        await exited;
+      }
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+/** Resident set size of process `pid` in bytes (VmRSS of /proc/<pid>/status). */
+export function rssBytes(pid: number): number {
+  const status = readFileSync(`/proc/${pid}/status`, "utf8");
+  const kib = /^VmRSS:\s+(\d+) kB$/m.exec(status)?.[1];
+  if (kib === undefined) throw new Error(`no VmRSS for process ${pid}`);
+  return Number(kib) * 1024;
+}
+
+/** User + system CPU time of process `pid` (all its threads) in seconds, from /proc/<pid>/stat. */
+export function cpuSeconds(pid: number): number {
+  const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+  // Fields after the parenthesized command name; utime and stime are fields 14 and 15.
+  const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+  return (Number(fields[11]) + Number(fields[12])) / clockTicks;
+}
+
+/** USER_HZ: the unit of /proc CPU times; 100 on every Linux this runs on. */
+const clockTicks = 100;
