@@ -1,10 +1,12 @@
 /**
  * The sidecar as its own process, started the way the sidecar image starts it
  * (`node --import tsx sidecar/main.ts`, configuration from the environment, the API key from a
- * mounted file), and per-process readings from /proc (Linux): resident memory and CPU time.
+ * mounted file), a local HTTP tool for it to forward to, and per-process readings from /proc
+ * (Linux): resident memory and CPU time.
  */
 import { type ChildProcess, spawn } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import http from "node:http";
 import os from "node:os";
 import path from "node:path";
 import { freePort } from "../../test/support/postgres.js";
@@ -83,6 +85,28 @@ export async function startSidecarProcess(opts: SidecarProcessOptions): Promise<
         await exited;
       }
       rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+/** A local HTTP tool (an http upstream of the sidecar) that echoes the JSON body it is sent. */
+export async function startEchoUpstream(): Promise<{ url: string; close(): Promise<void> }> {
+  const server = http.createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on("data", (c: Buffer) => chunks.push(c));
+    req.on("end", () => {
+      const out = `{"ok":true,"echo":${Buffer.concat(chunks).toString("utf8") || "null"}}`;
+      res.writeHead(200, { "content-type": "application/json", "content-length": Buffer.byteLength(out) });
+      res.end(out);
+    });
+  });
+  server.keepAliveTimeout = 60_000;
+  await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
+  return {
+    url: `http://127.0.0.1:${(server.address() as { port: number }).port}/tool`,
+    close: async () => {
+      server.closeAllConnections();
+      await new Promise((r) => server.close(r));
     },
   };
 }

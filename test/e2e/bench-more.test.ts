@@ -1,0 +1,93 @@
+/**
+ * bench/receipt, bench/grpc-passthrough and bench/memory in their small mode: each runs end to
+ * end against its real parts (src/receipts; the sidecar process and a bare grpc-js server; the
+ * service on real PostgreSQL and the sidecar) and writes well-formed results. No timing is
+ * asserted.
+ */
+import { spawnSync } from "node:child_process";
+import { readFileSync } from "node:fs";
+import path from "node:path";
+import { describe, expect, it } from "vitest";
+
+const root = path.resolve(import.meta.dirname, "../..");
+
+interface Row {
+  benchmark: string;
+  figure: string;
+  value: number;
+  unit: string;
+  baselineValue: number | null;
+  ratio: number | null;
+  met: boolean | null;
+  repeats: number;
+}
+
+/** Runs bench/<name>/run.ts --quick and returns its result rows. */
+function runQuick(name: string): Row[] {
+  const r = spawnSync(process.execPath, ["--import", "tsx", `bench/${name}/run.ts`, "--quick"], {
+    cwd: root,
+    encoding: "utf8",
+    timeout: 110_000,
+  });
+  expect(r.status, r.stderr).toBe(0);
+  const result = JSON.parse(readFileSync(path.join(root, `bench/results/${name}.json`), "utf8"));
+  expect(result.name).toBe(name);
+  for (const row of result.rows as Row[]) {
+    expect(row.benchmark).toBe(name);
+    expect(Number.isFinite(row.value) && row.value > 0, row.figure).toBe(true);
+    expect(row.repeats).toBe(1);
+  }
+  return result.rows;
+}
+
+/** A row compared with a baseline of the same run: finite figures and ratio = value / baseline. */
+function expectCompared(row: Row | undefined, unit: string) {
+  expect(row?.unit).toBe(unit);
+  expect(Number.isFinite(row!.baselineValue) && row!.baselineValue! > 0).toBe(true);
+  expect(row!.ratio).toBeCloseTo(row!.value / row!.baselineValue!, 6);
+  expect(typeof row!.met).toBe("boolean");
+}
+
+describe("bench/receipt --quick", () => {
+  it("builds and verifies receipts beside raw crypto over the same bytes", () => {
+    const rows = runQuick("receipt");
+    expect(rows.map((r) => r.figure)).toEqual([
+      "build, 10-event receipt",
+      "build, 1,000-event receipt",
+      "verify 200-receipt chain, HMAC (service)",
+      "verify 200-receipt chain, Ed25519 (tollgate verify)",
+    ]);
+    for (const row of rows) expectCompared(row, "receipts/s");
+  });
+});
+
+describe("bench/grpc-passthrough --quick", () => {
+  it("drives the sidecar and a bare grpc-js server with the same exchanges", () => {
+    const rows = runQuick("grpc-passthrough");
+    expect(rows.map((r) => r.figure)).toEqual([
+      "Invoke plumbing, 1 KiB payload (no service call), 16 in flight",
+      "Invoke plumbing, 32 KiB payload (no service call), 16 in flight",
+      "grpc.health.v1 Check, 16 in flight",
+    ]);
+    for (const row of rows) expectCompared(row, "calls/s");
+  });
+});
+
+describe("bench/memory --quick", () => {
+  it("reads the RSS of the service and the sidecar at rest and under load", () => {
+    const rows = runQuick("memory");
+    expect(rows.map((r) => r.figure)).toEqual([
+      "sidecar RSS at rest",
+      "sidecar RSS under load (max, 4 agents)",
+      "service RSS at rest",
+      "service RSS under load (max, 4 agents)",
+    ]);
+    for (const row of rows) {
+      expect(row).toMatchObject({ unit: "MiB", baselineValue: null, ratio: null });
+      expect(typeof row.met).toBe("boolean");
+    }
+    // The maximum under load includes the reading at rest.
+    expect(rows[1]!.value).toBeGreaterThanOrEqual(rows[0]!.value);
+    expect(rows[3]!.value).toBeGreaterThanOrEqual(rows[2]!.value);
+  });
+});
