@@ -64,8 +64,8 @@ export function toServiceError(e: GatewayError, chainId: string | null): Partial
  * deadline passes (grpc-js ends the call with DEADLINE_EXCEEDED itself and then reports it
  * cancelled), and answers through the callback, mapping every error.
  *
- * grpc-js also emits `cancelled` after every call it has answered; the listener is removed as
- * soon as the body settles, so a finished call does not abort its controller (which cost an
+ * grpc-js also emits `cancelled` after every call it has answered; once the body has settled
+ * the listener ignores it, so a finished call does not abort its controller (which cost an
  * error with a stack trace and an abort event per call, on the hot path).
  */
 function answer<T>(
@@ -76,7 +76,9 @@ function answer<T>(
   body: (controller: AbortController) => Promise<T>,
 ): void {
   const controller = new AbortController();
-  const onCancelled = () => {
+  let settled = false;
+  call.once("cancelled", () => {
+    if (settled) return;
     const deadline = call.getDeadline();
     const ms = deadline instanceof Date ? deadline.getTime() : Number(deadline);
     const expired = Number.isFinite(ms) && Date.now() >= ms - 5;
@@ -85,15 +87,14 @@ function answer<T>(
         ? new GatewayError(ErrorCode.DEADLINE_EXCEEDED, "the call's deadline passed; nothing was forwarded")
         : new GatewayError(ErrorCode.CANCELLED, "the caller cancelled; nothing was forwarded"),
     );
-  };
-  call.once("cancelled", onCancelled);
+  });
   body(controller).then(
     (value) => {
-      call.removeListener("cancelled", onCancelled);
+      settled = true;
       callback(null, value);
     },
     (err: unknown) => {
-      call.removeListener("cancelled", onCancelled);
+      settled = true;
       const e = err instanceof GatewayError ? err : new GatewayError(ErrorCode.INTERNAL, "internal error");
       if (!(err instanceof GatewayError)) log.error({ err }, "unexpected error in a gRPC handler");
       callback(toServiceError(e, chainId));
