@@ -65,6 +65,9 @@ const version = (() => {
   }
 })();
 
+/** Concurrent reconciles when TOLLGATE_WORKERS is not set. */
+export const DEFAULT_WORKERS = 4;
+
 const port = z.coerce.number().int().min(0).max(65535);
 const seconds = z.coerce.number().positive().max(3600);
 
@@ -93,7 +96,7 @@ const EnvSchema = z.object({
   TOLLGATE_HEALTH_HOST: z.string().min(1).default("0.0.0.0"),
   TOLLGATE_HEALTH_PORT: port.default(8081),
   TOLLGATE_RESYNC_SECONDS: z.coerce.number().min(0).max(86_400).default(300),
-  TOLLGATE_WORKERS: z.coerce.number().int().min(1).max(64).default(4),
+  TOLLGATE_WORKERS: z.coerce.number().int().min(1).max(64).default(DEFAULT_WORKERS),
   LOG_LEVEL: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"),
 });
 

@@ -91,14 +91,18 @@ export async function startOperator(opts: StartOperatorOptions): Promise<Running
   const log = opts.log ?? createOperatorLogger({ level: config.logLevel });
   const delay = opts.delay ?? realDelay;
   const clients = loadKubeClients(config.kubeconfigPath);
-  const { kc, core, custom } = clients;
+  const { kc, core, json } = clients;
   const metrics = createOperatorMetrics({ defaultMetrics: opts.defaultMetrics });
   const service = new ServiceClient({
     baseUrl: config.serviceUrl,
     token: tokenFromFile(config.adminTokenFile),
   });
-  const events = new EventRecorder(core, "tollgate-operator", config.identity, log);
-  const cleanups: Array<() => Promise<void>> = [];
+  const events = new EventRecorder(json, "tollgate-operator", config.identity, log);
+  const cleanups: Array<() => Promise<void>> = [
+    async () => service.close(),
+    async () => json.close(),
+    async () => events.stop(),
+  ];
   const stopAll = async () => {
     for (const c of cleanups.splice(0).reverse()) await c().catch(() => undefined);
   };
@@ -166,7 +170,7 @@ export async function startOperator(opts: StartOperatorOptions): Promise<Running
 
     // caBundle: published whenever the MutatingWebhookConfiguration appears or changes.
     const webhookConfigs = new GroupObjects<WebhookConfigurationObject>(
-      custom,
+      json,
       { group: "admissionregistration.k8s.io", version: "v1", plural: "mutatingwebhookconfigurations" },
       false,
     );
@@ -221,7 +225,7 @@ export async function startOperator(opts: StartOperatorOptions): Promise<Running
     });
     const elector = new LeaderElector({
       leases: new GroupObjects<Lease>(
-        custom,
+        json,
         { group: "coordination.k8s.io", version: "v1", plural: "leases" },
         true,
       ),
@@ -308,13 +312,13 @@ const objectKey = (kind: string, obj: { metadata?: { name?: string; namespace?: 
 
 /** Starts informers and reconcilers; the workers start once the caches are synced (`ready`). */
 function startControllers(d: ControllerDeps): Controllers {
-  const { kc, custom, core } = d.clients;
+  const { kc, json, core } = d.clients;
   const queue = new WorkQueue();
   const informers: Array<RunningInformer<never>> = [];
 
   const resource = <Spec>(def: KindDefinition) => {
     const objects = new GroupObjects<TollgateResource<Spec>>(
-      custom,
+      json,
       { group: GROUP, version: VERSION, plural: def.plural },
       def.scope === "Namespaced",
     );
@@ -392,6 +396,7 @@ function startControllers(d: ControllerDeps): Controllers {
   d.setNamespaceHandler((ns) => {
     if (namespaceOfInterest(ns)) queue.add(objectKey(NAMESPACE_KIND, ns));
   });
+  d.events.deferWhile(() => queue.length > 0 || queue.inFlight > 0);
   let stopped = false;
   const ready = Promise.all([...informers.map((i) => i.synced), d.namespaces.synced]).then(() => {
     if (stopped) return;
@@ -404,6 +409,7 @@ function startControllers(d: ControllerDeps): Controllers {
     async stop() {
       stopped = true;
       d.setNamespaceHandler(undefined);
+      d.events.deferWhile(undefined);
       await controller.stop();
       await Promise.all(informers.map((i) => i.stop()));
     },

@@ -67,12 +67,16 @@ export function classifyFailure(err: unknown): { reason: Reason; message: string
 }
 
 /**
- * Generations this replica applied successfully, by queue key. Informer events about an object
- * whose current generation was already applied need no reconcile (e.g. the update caused by
- * adding the finalizer, seen before the status write); periodic resync still revisits it.
+ * Generations this replica applied successfully, and generations being reconciled right now, by
+ * queue key. Informer events about an object whose current generation was already applied, or
+ * is being applied at this moment, need no reconcile: they are the echoes of the reconcile's own
+ * writes (the finalizer update arrives while the reconcile goes on to the service and the status;
+ * re-queueing it doubled the work of every new resource). Deletions always pass; a failed
+ * reconcile retries itself; periodic resync still revisits everything.
  */
 export class AppliedGenerations {
   private readonly applied = new Map<string, number>();
+  private readonly inFlight = new Map<string, number>();
 
   set(key: string, generation: number): void {
     this.applied.set(key, generation);
@@ -82,11 +86,24 @@ export class AppliedGenerations {
     this.applied.delete(key);
   }
 
+  /** Marks `generation` of `key` as being reconciled (until {@link end}). */
+  begin(key: string, generation: number): void {
+    this.inFlight.set(key, generation);
+  }
+
+  /** Ends the reconcile {@link begin} announced. */
+  end(key: string): void {
+    this.inFlight.delete(key);
+  }
+
   /** Informer event filter: whether `obj` (queue key `key`) should be enqueued. */
   wants(key: string, obj: TollgateResource): boolean {
     if (!needsReconcile(obj)) return false;
-    if (obj.metadata.deletionTimestamp || !obj.metadata.finalizers?.includes(FINALIZER)) return true;
-    return this.applied.get(key) !== (obj.metadata.generation ?? 0);
+    if (obj.metadata.deletionTimestamp) return true;
+    const generation = obj.metadata.generation ?? 0;
+    if (this.inFlight.get(key) === generation) return false;
+    if (!obj.metadata.finalizers?.includes(FINALIZER)) return true;
+    return this.applied.get(key) !== generation;
   }
 }
 
@@ -123,12 +140,23 @@ export class ResourceReconciler<Spec> implements Reconciler {
 
   async reconcile(key: ObjectKey): Promise<ReconcileReply> {
     const queueKey = keyOf(key);
-    let obj = this.o.informer.get(key.name, key.namespace || undefined);
-    if (!obj) {
-      this.applied.delete(queueKey);
-      return {};
-    }
+    const obj = this.o.informer.get(key.name, key.namespace || undefined);
     this.applied.delete(queueKey);
+    if (!obj) return {};
+    this.applied.begin(queueKey, obj.metadata.generation ?? 0);
+    try {
+      return await this.reconcileObject(queueKey, key, obj);
+    } finally {
+      this.applied.end(queueKey);
+    }
+  }
+
+  private async reconcileObject(
+    queueKey: string,
+    key: ObjectKey,
+    cached: TollgateResource<Spec>,
+  ): Promise<ReconcileReply> {
+    let obj = cached;
     const finalizers = obj.metadata.finalizers ?? [];
 
     if (obj.metadata.deletionTimestamp) {
