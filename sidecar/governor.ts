@@ -6,8 +6,9 @@
  *
  * Ordering: the decision phases of one chain run one at a time, in arrival order (the service
  * refuses a new action while an earlier one awaits approval); forwarding runs concurrently.
- * Outcome reports never delay the caller; completing a chain first waits for its reports, so
- * the receipt shows every outcome the service accepted.
+ * Outcome reports never delay the caller and go to the service in batches (outcome-reporter.ts);
+ * completing a chain first waits for its reports, so the receipt shows every outcome the
+ * service accepted.
  */
 import { createHash } from "node:crypto";
 import { performance } from "node:perf_hooks";
@@ -23,6 +24,7 @@ import {
 import { ErrorCode, GatewayError, toGatewayError } from "./errors.js";
 import type { Logger } from "./logger.js";
 import type { Metrics } from "./metrics.js";
+import { OutcomeReporter } from "./outcome-reporter.js";
 import type { JsonObject } from "./struct.js";
 import { type Upstream, UpstreamError, type UpstreamResult } from "./upstreams/index.js";
 import type { InvokeInput } from "./validate.js";
@@ -60,6 +62,7 @@ export class Governor {
   readonly #upstreams: ReadonlyMap<string, Upstream>;
   readonly #metrics: Metrics;
   readonly #log: Logger;
+  readonly #outcomes: OutcomeReporter;
   readonly #chains = new Map<string, ChainEntry>();
   readonly #completed = new Set<string>();
   /** Controllers of in-flight calls; aborted when a drain runs out of time. */
@@ -76,6 +79,7 @@ export class Governor {
     this.#upstreams = opts.upstreams;
     this.#metrics = opts.metrics;
     this.#log = opts.log;
+    this.#outcomes = new OutcomeReporter(this.#client, opts.metrics, opts.log);
   }
 
   /** Calls in flight (gRPC Invoke and MCP tools/call). */
@@ -223,19 +227,9 @@ export class Governor {
   #report(entry: ChainEntry, decision: PolicyDecision, outcome: EventOutcome): void {
     const eventId = decision.eventId;
     if (!eventId) return; // fail mode allow: nothing was recorded to bind it to
-    const chainId = entry.chain.chainId!;
-    // setImmediate: the caller's answer is written before the report costs any CPU.
-    const report: Promise<void> = new Promise<void>((resolve) => setImmediate(resolve))
-      .then(() => this.#client.reportOutcome(chainId, eventId, outcome))
-      .then(
-        () => undefined,
-        (err: unknown) => {
-          this.#metrics.errors.inc({ kind: "outcome_report" });
-          this.#log.warn({ chainId, eventId, err: (err as Error).message }, "could not report an outcome");
-        },
-      )
-      .finally(() => entry.outcomes.delete(report));
+    const report = this.#outcomes.report(entry.chain.chainId!, eventId, outcome);
     entry.outcomes.add(report);
+    void report.then(() => entry.outcomes.delete(report));
   }
 
   /**

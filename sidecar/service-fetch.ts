@@ -12,6 +12,7 @@
  */
 import http from "node:http";
 import https from "node:https";
+import { urlToHttpOptions } from "node:url";
 
 /** Idle keep-alive sockets are dropped after this long: below the service's 72 s keep-alive. */
 const FREE_SOCKET_TIMEOUT_MS = 30_000;
@@ -49,38 +50,66 @@ export function createServiceFetch(): typeof fetch {
     "http:": new http.Agent({ keepAlive: true, maxSockets: 64, timeout: FREE_SOCKET_TIMEOUT_MS }),
     "https:": new https.Agent({ keepAlive: true, maxSockets: 64, timeout: FREE_SOCKET_TIMEOUT_MS }),
   };
+  // Request options per origin, parsed once: the SDK calls `${baseUrl}${path}`, always the same
+  // origin, so parsing each URL again only cost CPU on the hot path.
+  const origins = new Map<string, Origin>();
+  const originOf = (origin: string): Origin => {
+    let o = origins.get(origin);
+    if (!o) {
+      const { protocol, hostname, port } = urlToHttpOptions(new URL(origin));
+      const secure = protocol === "https:";
+      o = {
+        request: secure ? https.request : http.request,
+        options: { protocol, hostname, port, agent: agents[secure ? "https:" : "http:"] },
+      };
+      origins.set(origin, o);
+    }
+    return o;
+  };
   const serviceFetch = (input: string | URL | Request, init: RequestInit = {}): Promise<Response> =>
     new Promise((resolve, reject) => {
-      const url = new URL(typeof input === "string" || input instanceof URL ? input : input.url);
-      const secure = url.protocol === "https:";
+      const signal = init.signal ?? null;
+      if (signal?.aborted) return reject(signal.reason);
+      const href = typeof input === "string" ? input : input instanceof URL ? input.href : input.url;
+      const slash = href.indexOf("/", href.indexOf("//") + 2);
+      const { request, options } = originOf(slash < 0 ? href : href.slice(0, slash));
       const body = typeof init.body === "string" ? init.body : undefined;
       const headers = { ...(init.headers as Record<string, string> | undefined) };
       if (body !== undefined) headers["content-length"] = String(Buffer.byteLength(body));
-      const req = (secure ? https : http).request(
-        url,
-        {
-          method: init.method ?? "GET",
-          headers,
-          agent: agents[secure ? "https:" : "http:"],
-          signal: init.signal ?? undefined,
-        },
+      // The signal is handled here with one listener rather than passed to http.request, whose
+      // stream plumbing for it (end-of-stream watchers) cost more than the rest of the request.
+      const onAbort = () => req.destroy(signal!.reason);
+      const fail = (err: unknown) => {
+        signal?.removeEventListener("abort", onAbort);
+        reject(err);
+      };
+      const req = request(
+        { ...options, path: slash < 0 ? "/" : href.slice(slash), method: init.method ?? "GET", headers },
         (res) => {
           const chunks: Buffer[] = [];
           res.on("data", (c: Buffer) => chunks.push(c));
-          res.on("error", reject);
-          res.on("end", () =>
+          res.on("error", fail);
+          res.on("end", () => {
+            signal?.removeEventListener("abort", onAbort);
             resolve(
               new ServiceResponse(
                 res.statusCode ?? 0,
                 res.headers,
                 Buffer.concat(chunks).toString("utf8"),
               ) as unknown as Response,
-            ),
-          );
+            );
+          });
         },
       );
-      req.on("error", reject);
+      req.on("error", fail);
+      signal?.addEventListener("abort", onAbort, { once: true });
       req.end(body);
     });
   return serviceFetch as typeof fetch;
+}
+
+/** How to reach one origin. */
+interface Origin {
+  request: typeof http.request;
+  options: http.RequestOptions;
 }

@@ -6,6 +6,7 @@
  */
 import http from "node:http";
 import https from "node:https";
+import { urlToHttpOptions } from "node:url";
 import type { HttpUpstreamConfig } from "../config.js";
 import type { JsonObject } from "../struct.js";
 import { type CallContext, type Upstream, UpstreamError, type UpstreamResult } from "./types.js";
@@ -15,15 +16,17 @@ export class HttpUpstream implements Upstream {
   readonly type = "http" as const;
   readonly name: string;
   readonly #config: HttpUpstreamConfig;
-  readonly #url: URL;
   readonly #agent: http.Agent;
   readonly #request: typeof http.request;
+  /** Where to send, parsed once from the configured URL (not on every call). */
+  readonly #target: Pick<http.RequestOptions, "protocol" | "hostname" | "port" | "path" | "auth">;
 
   constructor(config: HttpUpstreamConfig) {
     this.name = config.name;
     this.#config = config;
-    this.#url = new URL(config.url);
-    const secure = this.#url.protocol === "https:";
+    const { protocol, hostname, port, path, auth } = urlToHttpOptions(new URL(config.url));
+    this.#target = { protocol, hostname, port, path, auth };
+    const secure = protocol === "https:";
     this.#agent = secure
       ? new https.Agent({ keepAlive: true, maxSockets: 256 })
       : new http.Agent({ keepAlive: true, maxSockets: 256 });
@@ -72,7 +75,7 @@ export class HttpUpstream implements Upstream {
           ),
         this.#config.timeout_ms,
       );
-      const req = this.#request(this.#url, { method: "POST", agent: this.#agent, headers }, (res) => {
+      const req = this.#request({ ...this.#target, method: "POST", agent: this.#agent, headers }, (res) => {
         const chunks: Buffer[] = [];
         res.on("data", (c: Buffer) => chunks.push(c));
         res.on("error", (err) => fail(this.#unavailable(err)));

@@ -161,6 +161,34 @@ export const EventOutcomeSchema = z
   .strict();
 export type EventOutcome = z.infer<typeof EventOutcomeSchema>;
 
+/** POST .../events/{event_id}/outcome → the bound outcome. */
+const OutcomeResponseSchema = z.looseObject({
+  chain_id: z.string(),
+  event_id: z.string(),
+  outcome: EventOutcomeSchema,
+});
+
+/** One outcome of a batch (POST /v1/outcomes). */
+export interface OutcomeReport {
+  chain_id: string;
+  event_id: string;
+  outcome: EventOutcome;
+}
+
+/** Most outcomes one POST /v1/outcomes may carry (the service's limit). */
+export const MAX_OUTCOMES_PER_BATCH = 500;
+
+/** What the service did with one outcome of a batch, in request order. */
+export const OutcomeReportResultSchema = z.looseObject({
+  chain_id: z.string(),
+  event_id: z.string(),
+  recorded: z.boolean(),
+  /** Why it was not bound: the code the single route would have answered, e.g. TG_ERR_OUTCOME_RECORDED. */
+  error: z.looseObject({ code: z.string(), message: z.string() }).nullable(),
+});
+export type OutcomeReportResult = z.infer<typeof OutcomeReportResultSchema>;
+const OutcomeBatchResponseSchema = z.looseObject({ results: z.array(OutcomeReportResultSchema) });
+
 /** Authenticated v2 verification result (spec: overall_status and integrity.status; rest open). */
 export const VerificationResultSchema = z.looseObject({
   overall_status: z.string(),
@@ -210,6 +238,16 @@ export interface TokenListFilter {
 }
 export type TokenRecord = z.infer<typeof TokenRecordSchema>;
 const TokenListSchema = z.looseObject({ tokens: z.array(TokenRecordSchema) });
+
+/** `outcome` validated; @throws TypeError naming `field` and the offending key. */
+function validOutcome(outcome: EventOutcome, field: string): EventOutcome {
+  const parsed = EventOutcomeSchema.safeParse(outcome);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0];
+    throw new TypeError(`${field}.${issue?.path.join(".")}: ${issue?.message}`);
+  }
+  return parsed.data;
+}
 
 const anyJson = z.unknown();
 const id = (value: string, field: string): string => {
@@ -355,23 +393,46 @@ export class ServiceClient {
     outcome: EventOutcome,
     opts: CallOptions = {},
   ): Promise<{ chain_id: string; event_id: string; outcome: EventOutcome }> {
-    const parsed = EventOutcomeSchema.safeParse(outcome);
-    if (!parsed.success) {
-      throw new TypeError(
-        `outcome.${parsed.error.issues[0]?.path.join(".")}: ${parsed.error.issues[0]?.message}`,
-      );
-    }
     return requestJson(
       this.#http,
       "POST",
       `/v1/chains/${id(chainId, "chainId")}/events/${id(eventId, "eventId")}/outcome`,
       {
         route: "POST /v1/chains/{chain_id}/events/{event_id}/outcome",
-        body: parsed.data,
+        body: validOutcome(outcome, "outcome"),
         signal: opts.signal,
-        schema: z.looseObject({ chain_id: z.string(), event_id: z.string(), outcome: EventOutcomeSchema }),
+        schema: OutcomeResponseSchema,
       },
     );
+  }
+
+  /**
+   * POST /v1/outcomes: reports many outcomes in one request (1..MAX_OUTCOMES_PER_BATCH), each
+   * bound as reportOutcome would bind it. An outcome the service refuses does not fail the
+   * others: its result says why (`recorded: false`, `error.code`).
+   * @throws TypeError when the batch is empty, too large, or an outcome is invalid (names it).
+   */
+  async reportOutcomes(
+    outcomes: readonly OutcomeReport[],
+    opts: CallOptions = {},
+  ): Promise<OutcomeReportResult[]> {
+    if (outcomes.length === 0 || outcomes.length > MAX_OUTCOMES_PER_BATCH) {
+      throw new TypeError(`outcomes: must hold 1..${MAX_OUTCOMES_PER_BATCH} outcomes`);
+    }
+    const body = {
+      outcomes: outcomes.map((o, i) => ({
+        chain_id: o.chain_id,
+        event_id: o.event_id,
+        outcome: validOutcome(o.outcome, `outcomes.${i}.outcome`),
+      })),
+    };
+    const res = await requestJson(this.#http, "POST", "/v1/outcomes", {
+      route: "POST /v1/outcomes",
+      body,
+      signal: opts.signal,
+      schema: OutcomeBatchResponseSchema,
+    });
+    return res.results;
   }
 
   /** GET /v1/verification/v2/receipts/{receipt_id} (member or admin): server-attested integrity. */

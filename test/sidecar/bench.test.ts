@@ -9,7 +9,7 @@ import { describe, expect, it } from "vitest";
 const root = path.resolve(import.meta.dirname, "../..");
 
 describe("bench/sidecar-overhead --quick", () => {
-  it("measures direct and sidecar calls and prints p50, p99 and the added latency", async () => {
+  it("measures direct and sidecar calls, sequential and at 500/s, and prints p50, p99 and the added latency", async () => {
     const child = spawn(process.execPath, ["--import", "tsx", "bench/sidecar-overhead/run.ts", "--quick"], {
       cwd: root,
       env: { ...process.env },
@@ -40,5 +40,19 @@ describe("bench/sidecar-overhead --quick", () => {
     }
     expect(out).toMatch(/last chain: \d+ events recorded, every outcome bound/);
     expect(out).toContain("| sidecar-overhead | paced: added p50 |");
+
+    // The open-loop mode at 500 calls/s, against the pgbench single-client baseline.
+    const rate = out.slice(out.indexOf("== rate (500 calls/s open loop"));
+    const rateLine = (label: string) =>
+      new RegExp(`^${label}: +p50 ${ms} +p99 ${ms} +\\(n=200`, "m").exec(rate);
+    const [rd, rs] = [rateLine("direct"), rateLine("through sidecar")];
+    const radded = /^added: +p50 (-?\d+\.\d{3}) ms .*p99 (-?\d+\.\d{3}) ms .*pgbench single-client p99/m.exec(
+      rate,
+    );
+    expect(rd && rs && radded, rate).toBeTruthy();
+    expect(Number(radded![2])).toBeCloseTo(Number(rs![2]) - Number(rd![2]), 2);
+    expect(rate).toMatch(/^pgbench single-client INSERT: +p50 \d+\.\d{3} ms +p99 \d+\.\d{3} ms/m);
+    expect(rate).toMatch(/^CPU per governed call: sidecar \d+ µs \(system \d+ µs\), service \d+ µs/m);
+    expect(out).toContain("| sidecar-overhead | 500/s: added p99 vs pgbench single-client p99 |");
   }, 300_000);
 });

@@ -11,6 +11,15 @@
  *   409    TG_ERR_CHAIN_COMPLETED (the chain is sealed; its receipt cannot change),
  *          TG_ERR_ACTION_NOT_ALLOWED (the event's decision is not allow / allow_with_flag, so the
  *          action was never carried out), TG_ERR_OUTCOME_RECORDED (reported once only).
+ *
+ * POST /v1/outcomes (client API key): many outcomes in one request, one statement (a sidecar
+ * under load reports its calls' outcomes in batches instead of one request per call)
+ *   body   { outcomes: [{ chain_id, event_id, outcome }] } (1..500 items; outcome as above)
+ *   200    { results: [{ chain_id, event_id, recorded: true, error: null }
+ *                      | { chain_id, event_id, recorded: false, error: { code, message } }] }
+ *          in request order; `error.code` is what the single route would have answered
+ *          (TG_ERR_NOT_FOUND, TG_ERR_CHAIN_COMPLETED, TG_ERR_ACTION_NOT_ALLOWED,
+ *          TG_ERR_OUTCOME_RECORDED). An item refused does not refuse the others.
  */
 import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
 import { z } from "zod";
@@ -18,9 +27,23 @@ import { type EventOutcome, EventOutcomeSchema } from "../../receipts/schema.js"
 import { guard } from "../auth.js";
 import type { Database } from "../db/pool.js";
 import { getChain } from "../domain/chains.js";
-import { conflict, notFound } from "../errors.js";
+import { ApiError, conflict, notFound } from "../errors.js";
 
 const Params = z.object({ chain_id: z.uuid(), event_id: z.uuid() });
+
+/** Most outcomes one POST /v1/outcomes may carry. */
+export const MAX_OUTCOMES_PER_BATCH = 500;
+
+const BatchItem = z.object({ chain_id: z.uuid(), event_id: z.uuid(), outcome: EventOutcomeSchema }).strict();
+const BatchBody = z.object({ outcomes: z.array(BatchItem).min(1).max(MAX_OUTCOMES_PER_BATCH) }).strict();
+
+/** One item's result in POST /v1/outcomes. */
+export interface BatchResult {
+  chain_id: string;
+  event_id: string;
+  recorded: boolean;
+  error: { code: string; message: string } | null;
+}
 
 /**
  * Binds `outcome` to an allowed event of an open chain, once. One statement on the hot path:
@@ -43,6 +66,47 @@ export async function recordOutcome(
   );
   if (rowCount !== 1) await explainRefusal(db, opts);
   return { chain_id: opts.chainId, event_id: opts.eventId, outcome: opts.outcome };
+}
+
+/**
+ * Binds many outcomes in one statement, each under the same conditions as recordOutcome; the
+ * items it could not bind are explained one by one (the rare path).
+ * @returns one result per item, in order.
+ */
+export async function recordOutcomes(
+  db: Database,
+  orgId: string,
+  items: readonly { chain_id: string; event_id: string; outcome: EventOutcome }[],
+): Promise<BatchResult[]> {
+  // Each event once in the statement (an UPDATE binds a row from one arbitrary duplicate); a
+  // repeated event is explained below like any refused item.
+  const seen = new Set<string>();
+  const unique = items.filter((i) => !seen.has(i.event_id) && seen.add(i.event_id));
+  const { rows } = await db.query<{ id: string }>(
+    `UPDATE chain_events e SET outcome = v.outcome
+     FROM jsonb_to_recordset($2::jsonb) AS v(chain_id uuid, event_id uuid, outcome jsonb)
+     WHERE e.id = v.event_id AND e.chain_id = v.chain_id AND e.outcome IS NULL
+       AND e.decision->>'policy_decision' IN ('allow', 'allow_with_flag')
+       AND EXISTS (SELECT 1 FROM chains c WHERE c.id = v.chain_id AND c.org_id = $1 AND c.status NOT IN ('completed', 'failed') FOR KEY SHARE)
+     RETURNING e.id`,
+    [orgId, JSON.stringify(unique)],
+  );
+  const bound = new Set(rows.map((r) => r.id));
+  const results: BatchResult[] = [];
+  for (const item of items) {
+    const result = { chain_id: item.chain_id, event_id: item.event_id };
+    if (bound.delete(item.event_id)) {
+      results.push({ ...result, recorded: true, error: null });
+      continue;
+    }
+    try {
+      await explainRefusal(db, { orgId, chainId: item.chain_id, eventId: item.event_id });
+    } catch (err) {
+      if (!(err instanceof ApiError)) throw err;
+      results.push({ ...result, recorded: false, error: { code: err.code, message: err.message } });
+    }
+  }
+  return results;
 }
 
 /** Throws the reason an outcome report changed nothing. */
@@ -90,4 +154,8 @@ export const outcomeRoutes: FastifyPluginAsyncZod = async (app) => {
       });
     },
   );
+  app.post("/v1/outcomes", { schema: { body: BatchBody } }, async (req) => {
+    const orgId = guard.client(req.principal);
+    return { results: await recordOutcomes(tg.db, orgId, req.body.outcomes) };
+  });
 };

@@ -1,0 +1,169 @@
+/**
+ * The parts bench/sidecar-overhead runs besides the service: the local HTTP tool (upstream),
+ * the direct call to it, the sidecar as its own process, and per-process CPU readings.
+ */
+import { type ChildProcess, execFileSync, spawn } from "node:child_process";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import http from "node:http";
+import os from "node:os";
+import path from "node:path";
+import { freePort } from "../../test/support/postgres.js";
+import { repoRoot } from "../lib/parts.js";
+
+/** The local HTTP tool: echoes the JSON body. */
+export async function startUpstream(): Promise<{ url: string; close(): Promise<void> }> {
+  const server = http.createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on("data", (c: Buffer) => chunks.push(c));
+    req.on("end", () => {
+      const body = Buffer.concat(chunks).toString("utf8");
+      const out = `{"ok":true,"echo":${body || "null"}}`;
+      res.writeHead(200, { "content-type": "application/json", "content-length": Buffer.byteLength(out) });
+      res.end(out);
+    });
+  });
+  server.keepAliveTimeout = 60_000;
+  await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
+  return {
+    url: `http://127.0.0.1:${(server.address() as { port: number }).port}/tool`,
+    close: async () => {
+      server.closeAllConnections();
+      await new Promise((r) => server.close(r));
+    },
+  };
+}
+
+/** One direct call: the same request the sidecar's http upstream makes. */
+export function directCall(url: URL, agent: http.Agent, body: string): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const req = http.request(
+      url,
+      {
+        method: "POST",
+        agent,
+        headers: {
+          "content-type": "application/json",
+          "content-length": Buffer.byteLength(body),
+          accept: "application/json",
+        },
+      },
+      (res) => {
+        const chunks: Buffer[] = [];
+        res.on("data", (c: Buffer) => chunks.push(c));
+        res.on("end", () => {
+          if (res.statusCode !== 200) return reject(new Error(`upstream answered ${res.statusCode}`));
+          JSON.parse(Buffer.concat(chunks).toString("utf8"));
+          resolve();
+        });
+      },
+    );
+    req.on("error", reject);
+    req.end(body);
+  });
+}
+
+/** A running sidecar process. */
+export interface SidecarProcess {
+  grpcAddress: string;
+  httpUrl: string;
+  proc: ChildProcess;
+  stop(): Promise<void>;
+}
+
+/**
+ * The sidecar as its own process (`node --import tsx sidecar/main.ts` in `root`, default this
+ * checkout; with --cpu-prof into `profileDir` when given); resolves when /readyz answers.
+ */
+export async function startSidecarProcess(opts: {
+  serviceUrl: string;
+  apiKey: string;
+  upstreamUrl: string;
+  profileDir: string | null;
+  root?: string;
+}): Promise<SidecarProcess> {
+  const dir = mkdtempSync(path.join(os.tmpdir(), "tg-bench-sidecar-"));
+  const keyFile = path.join(dir, "api-key");
+  writeFileSync(keyFile, opts.apiKey, { mode: 0o600 });
+  const [grpcPort, httpPort] = [await freePort(), await freePort()];
+  const nodeArgs = opts.profileDir ? ["--cpu-prof", `--cpu-prof-dir=${opts.profileDir}`] : [];
+  const proc = spawn(process.execPath, [...nodeArgs, "--import", "tsx", "sidecar/main.ts"], {
+    cwd: opts.root ?? repoRoot,
+    env: {
+      PATH: process.env.PATH ?? "",
+      TOLLGATE_SERVICE_URL: opts.serviceUrl,
+      TOLLGATE_API_KEY_FILE: keyFile,
+      TOLLGATE_GRPC_ADDRESS: `127.0.0.1:${grpcPort}`,
+      TOLLGATE_HTTP_ADDRESS: `127.0.0.1:${httpPort}`,
+      TOLLGATE_UPSTREAMS: JSON.stringify([{ name: "tool", type: "http", url: opts.upstreamUrl }]),
+      LOG_LEVEL: "warn",
+    },
+    stdio: ["ignore", "ignore", "pipe"],
+  });
+  let stderr = "";
+  proc.stderr!.on("data", (d) => (stderr = (stderr + d).slice(-4000)));
+  const httpUrl = `http://127.0.0.1:${httpPort}`;
+  const deadline = Date.now() + 60_000;
+  for (;;) {
+    if (proc.exitCode !== null) throw new Error(`sidecar exited:\n${stderr}`);
+    const ok = await fetch(`${httpUrl}/readyz`).then(
+      (r) => r.ok,
+      () => false,
+    );
+    if (ok) break;
+    if (Date.now() > deadline) {
+      proc.kill("SIGKILL");
+      throw new Error(`sidecar not ready:\n${stderr}`);
+    }
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  return {
+    grpcAddress: `127.0.0.1:${grpcPort}`,
+    httpUrl,
+    proc,
+    async stop() {
+      const exited = new Promise((r) => proc.once("exit", r));
+      proc.kill("SIGTERM");
+      await exited;
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+/** Kernel clock ticks per second (the unit of /proc/<pid>/stat times). */
+const clockTicks = (() => {
+  try {
+    return Number(execFileSync("getconf", ["CLK_TCK"], { encoding: "utf8" }).trim()) || 100;
+  } catch {
+    return 100;
+  }
+})();
+
+/** CPU time a process has used so far, in µs (user and system, all threads). */
+export interface CpuTime {
+  userUs: number;
+  systemUs: number;
+}
+
+/**
+ * A process's CPU time so far, from /proc/<pid>/stat (Linux; resolution one clock tick, 10 ms:
+ * read it over many calls).
+ */
+export function processCpu(pid: number): CpuTime {
+  const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+  // Fields after the parenthesized command name (which may contain spaces); utime and stime
+  // are fields 14 and 15 of the whole line.
+  const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+  const us = (ticks: string | undefined) => (Number(ticks) / clockTicks) * 1e6;
+  return { userUs: us(fields[11]), systemUs: us(fields[12]) };
+}
+
+/** Mean of a Prometheus histogram (`name`_sum / `name`_count, all label sets) in ms. */
+export function meanMs(metrics: string, name: string): number {
+  const sum = (suffix: string) =>
+    metrics
+      .split("\n")
+      .filter((l) => l.startsWith(`${name}_${suffix}`))
+      .reduce((acc, l) => acc + Number(l.slice(l.lastIndexOf(" ") + 1)), 0);
+  const count = sum("count");
+  return count === 0 ? Number.NaN : (sum("sum") / count) * 1000;
+}
