@@ -39,8 +39,8 @@ import { DEFAULT_WORKERS } from "../../operator/config.js";
 import { nextStatus } from "../../operator/controller/conditions.js";
 import { managedBy, policyBody, serviceName } from "../../operator/crds/mapping.js";
 import { type GovernancePolicySpec, KINDS } from "../../operator/crds/schema.js";
-import { GroupObjects, loadKubeClients } from "../../operator/kube/clients.js";
 import { startInformer } from "../../operator/kube/informer.js";
+import { KubeConfig } from "../../operator/kube/k8s.js";
 import { createOperatorLogger } from "../../operator/log.js";
 import { benchClient } from "../lib/http.js";
 import {
@@ -206,16 +206,18 @@ async function main(): Promise<number> {
           resolve();
         });
       });
-    const { kc, json } = loadKubeClients(kube.cp.kubeconfigPath);
-    const objects = new GroupObjects<PolicyObject>(
-      json,
-      { group: "tollgate.dev", version: "v1alpha1", plural: "governancepolicies" },
-      true,
-    );
+    // Its list goes through this process's own client, so the observer shares no request code
+    // with the operator under test.
+    const kc = new KubeConfig();
+    kc.loadFromFile(kube.cp.kubeconfigPath);
     const informer = startInformer<PolicyObject>({
       kc,
-      path: objects.watchPath,
-      list: () => objects.list(),
+      path: `${GROUP_PATH}/governancepolicies`,
+      list: async () => {
+        const r = await api.request("GET", `${GROUP_PATH}/governancepolicies`);
+        if (r.status !== 200) throw new Error(`list governancepolicies: HTTP ${r.status}`);
+        return r.body;
+      },
       log: createOperatorLogger({ level: "warn" }),
       onAdd: observe,
       onUpdate: observe,

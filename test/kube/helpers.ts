@@ -1,19 +1,26 @@
 /**
  * Helpers of the kube suite: a real control plane with the Tollgate CRDs installed, kubectl
  * wrappers that throw on failure, operators started in-process or as child processes against the
- * real governance service, and polling.
+ * real governance service, polling, and the shared per-file fixtures ({@link useKubeEnv},
+ * {@link useOperatorEnv}) that start those parts before a file's tests and stop them after.
  */
 import { type ChildProcess, spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { writeFile } from "node:fs/promises";
+import { readFile, writeFile } from "node:fs/promises";
 import http from "node:http";
 import path from "node:path";
+import { afterAll, beforeAll } from "vitest";
 import type { OperatorConfig } from "../../operator/config.js";
 import { createOperatorLogger } from "../../operator/log.js";
 import { type RunningOperator, startOperator } from "../../operator/operator.js";
-import { type ControlPlane, freePorts, startControlPlane } from "../support/controlplane.js";
+import {
+  type ControlPlane,
+  freePorts,
+  issueCertificate,
+  startControlPlane,
+} from "../support/controlplane.js";
 import { kubectl } from "../support/kubectl.js";
-import type { TestService } from "../support/service.js";
+import { startTestService, type TestService } from "../support/service.js";
 
 // The kube project has no database env of its own: the service under test uses embedded PGlite.
 process.env.TOLLGATE_TEST_DB ??= "pglite";
@@ -292,4 +299,127 @@ export function metricValue(text: string, name: string, labels = ""): number | u
     .split("\n")
     .find((l) => l.startsWith(`${name}${labels} `) || l.startsWith(`${name}${labels}{`));
   return line ? Number(line.split(" ").pop()) : undefined;
+}
+
+/**
+ * A kubeconfig (written into the control plane's directory; returns its path) for `user`,
+ * authenticated by a client certificate from the control plane's client CA, with no groups: the
+ * user may do only what RBAC grants it.
+ */
+export async function userKubeconfig(env: KubeEnv, user: string): Promise<string> {
+  const cert = await issueCertificate(
+    env.cp.dir,
+    `${user}-user`,
+    { cert: env.cp.certs.clientCaCertPath, key: env.cp.certs.clientCaKeyPath },
+    `/CN=${user}`,
+    [
+      "basicConstraints=critical,CA:FALSE",
+      "keyUsage=critical,digitalSignature",
+      "extendedKeyUsage=clientAuth",
+    ],
+  );
+  const b64 = async (p: string) => (await readFile(p)).toString("base64");
+  const file = path.join(env.cp.dir, `${user}-kubeconfig`);
+  await writeFile(
+    file,
+    JSON.stringify({
+      apiVersion: "v1",
+      kind: "Config",
+      clusters: [
+        {
+          name: "c",
+          cluster: { server: env.cp.server, "certificate-authority-data": await b64(env.cp.caCertPath) },
+        },
+      ],
+      users: [
+        {
+          name: user,
+          user: { "client-certificate-data": await b64(cert.cert), "client-key-data": await b64(cert.key) },
+        },
+      ],
+      contexts: [{ name: "c", context: { cluster: "c", user } }],
+      "current-context": "c",
+    }),
+    { mode: 0o600 },
+  );
+  return file;
+}
+
+/** What {@link useKubeEnv} provides; `env` is set once the file's beforeAll ran. */
+export interface KubeFixture {
+  env: KubeEnv;
+}
+
+/**
+ * Shared fixture: a control plane with the CRDs for the tests of the calling `describe` (call it
+ * there): started in beforeAll, stopped in afterAll (after the file's own afterAll hooks, which
+ * run first).
+ */
+export function useKubeEnv(): KubeFixture {
+  const f = {} as KubeFixture;
+  beforeAll(async () => {
+    f.env = await startKubeEnv();
+  });
+  afterAll(async () => {
+    await f.env?.stop();
+  });
+  return f;
+}
+
+/** What {@link useOperatorEnv} provides; set once the file's beforeAll ran. */
+export interface OperatorFixture extends KubeFixture {
+  /** The governance service (embedded PGlite, listening on loopback). */
+  svc: TestService;
+  /** The service admin token file the operators read. */
+  adminTokenFile: string;
+  /** The in-process operator; a test may stop it and assign another (afterAll stops the current one). */
+  op: RunningOperator | undefined;
+  /** Starts an in-process operator against this fixture's service as `identity`. */
+  startOperator(identity: string, overrides?: Partial<OperatorConfig>): Promise<RunningOperator>;
+}
+
+/** Options of {@link useOperatorEnv}. */
+export interface OperatorFixtureOptions {
+  /** Identity of the operator started before the tests. */
+  identity: string;
+  /**
+   * Runs after the control plane and the service are up, before the operator starts; returns
+   * overrides of its configuration (e.g. a least-privilege kubeconfig).
+   */
+  prepare?: (f: OperatorFixture) => Promise<Partial<OperatorConfig> | undefined>;
+  /** Wait until the operator leads and its reconcilers run (default true). */
+  reconciling?: boolean;
+}
+
+/**
+ * Shared fixture of the suites that run the operator: a control plane with the CRDs, the
+ * governance service and an in-process operator (see {@link testOperatorConfig}), started in
+ * beforeAll of the calling `describe` and stopped in afterAll (operator, service, control plane).
+ */
+export function useOperatorEnv(opts: OperatorFixtureOptions): OperatorFixture {
+  const f = {
+    op: undefined,
+    startOperator: async (identity: string, overrides: Partial<OperatorConfig> = {}) =>
+      startTestOperator(
+        testOperatorConfig(
+          f.env,
+          { serviceUrl: f.svc.url, adminTokenFile: f.adminTokenFile, identity },
+          overrides,
+        ),
+      ),
+  } as OperatorFixture;
+  beforeAll(async () => {
+    f.env = await startKubeEnv();
+    f.svc = await startTestService({ listen: true });
+    f.adminTokenFile = await tokenFile(f.env, f.svc);
+    const overrides = (await opts.prepare?.(f)) ?? {};
+    f.op = await f.startOperator(opts.identity, overrides);
+    if (opts.reconciling ?? true) await f.op.whenReconciling();
+  });
+  afterAll(async () => {
+    await f.op?.stop();
+    await f.svc?.close();
+    await f.env?.stop();
+  });
+  return f;
 }

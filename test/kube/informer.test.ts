@@ -1,12 +1,9 @@
-import { readFile, writeFile } from "node:fs/promises";
-import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { loadKubeClients } from "../../operator/kube/clients.js";
 import { type RunningInformer, startInformer } from "../../operator/kube/informer.js";
 import type { V1Namespace } from "../../operator/kube/k8s.js";
 import { createOperatorLogger } from "../../operator/log.js";
-import { issueCertificate } from "../support/controlplane.js";
-import { type KubeEnv, startKubeEnv, waitFor } from "./helpers.js";
+import { useKubeEnv, userKubeconfig, waitFor } from "./helpers.js";
 
 const USER = "informer-user";
 const role = (verbs: string[]) => ({
@@ -17,55 +14,20 @@ const role = (verbs: string[]) => ({
 });
 
 describe("informers against a real API server", () => {
-  let env: KubeEnv;
+  const fx = useKubeEnv();
   let kubeconfigPath: string;
   let informer: RunningInformer<V1Namespace> | undefined;
 
   beforeAll(async () => {
-    env = await startKubeEnv();
-    const cert = await issueCertificate(
-      env.cp.dir,
-      USER,
-      { cert: env.cp.certs.clientCaCertPath, key: env.cp.certs.clientCaKeyPath },
-      `/CN=${USER}`,
-      [
-        "basicConstraints=critical,CA:FALSE",
-        "keyUsage=critical,digitalSignature",
-        "extendedKeyUsage=clientAuth",
-      ],
-    );
-    const b64 = async (p: string) => (await readFile(p)).toString("base64");
-    kubeconfigPath = path.join(env.cp.dir, `${USER}-kubeconfig`);
-    await writeFile(
-      kubeconfigPath,
-      JSON.stringify({
-        apiVersion: "v1",
-        kind: "Config",
-        clusters: [
-          {
-            name: "c",
-            cluster: { server: env.cp.server, "certificate-authority-data": await b64(env.cp.caCertPath) },
-          },
-        ],
-        users: [
-          {
-            name: USER,
-            user: { "client-certificate-data": await b64(cert.cert), "client-key-data": await b64(cert.key) },
-          },
-        ],
-        contexts: [{ name: "c", context: { cluster: "c", user: USER } }],
-        "current-context": "c",
-      }),
-    );
+    kubeconfigPath = await userKubeconfig(fx.env, USER);
   });
   afterAll(async () => {
     await informer?.stop();
-    await env?.stop();
   });
 
   it("backs off 1 s, 2 s, 4 s ... while the watch fails, then recovers and delivers events", async () => {
     // The user may list namespaces but not watch them: every watch answers 403.
-    await env.apply(role(["list"]), {
+    await fx.env.apply(role(["list"]), {
       apiVersion: "rbac.authorization.k8s.io/v1",
       kind: "ClusterRoleBinding",
       metadata: { name: USER },
@@ -92,8 +54,8 @@ describe("informers against a real API server", () => {
     await waitFor("five failed watches", async () => delays.length >= 5);
     expect(delays.slice(0, 5)).toEqual([1000, 2000, 4000, 8000, 16000]);
 
-    await env.apply(role(["list", "watch"]));
-    await env.k(["create", "namespace", "late-arrival"]);
+    await fx.env.apply(role(["list", "watch"]));
+    await fx.env.k(["create", "namespace", "late-arrival"]);
     await waitFor("the informer sees the new namespace", async () => seen.includes("late-arrival"));
     expect(informer.get("late-arrival")?.metadata?.name).toBe("late-arrival");
   });

@@ -1,17 +1,11 @@
 import http from "node:http";
 import path from "node:path";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { RunningOperator } from "../../operator/operator.js";
-import { startTestService, type TestService } from "../support/service.js";
+import { describe, expect, it } from "vitest";
 import {
   conditionOf,
-  type KubeEnv,
   root,
   spawnOperator,
-  startKubeEnv,
-  startTestOperator,
-  testOperatorConfig,
-  tokenFile,
+  useOperatorEnv,
   waitFor,
   waitForEvent,
   waitReady,
@@ -20,14 +14,11 @@ import {
 const NS = "acme-agents";
 
 describe("the operator reconciles CRDs into a running governance service", () => {
-  let env: KubeEnv;
-  let svc: TestService;
-  let adminTokenFile: string;
-  let op: RunningOperator | undefined;
+  const fx = useOperatorEnv({ identity: "operator-a" });
 
   /** The secret API key in a namespace's tollgate-api-key Secret, with its key id. */
   const namespaceKey = async (ns: string) => {
-    const s = await env.get("secret", "tollgate-api-key", ns);
+    const s = await fx.env.get("secret", "tollgate-api-key", ns);
     if (!s?.data?.["api-key"]) return undefined;
     return {
       apiKey: Buffer.from(s.data["api-key"], "base64").toString("utf8"),
@@ -35,7 +26,9 @@ describe("the operator reconciles CRDs into a running governance service", () =>
     };
   };
   const activeKeys = async (slug: string, ns: string) => {
-    const r = await svc.call("GET", `/v1/admin/organizations/${slug}/api-keys`, { token: svc.adminToken });
+    const r = await fx.svc.call("GET", `/v1/admin/organizations/${slug}/api-keys`, {
+      token: fx.svc.adminToken,
+    });
     expect(r.statusCode, r.body).toBe(200);
     return (r.json().api_keys as Array<{ key_id: string; name: string; revoked_at: string | null }>).filter(
       (k) => k.name === `tollgate-operator/namespace/${ns}` && !k.revoked_at,
@@ -44,7 +37,7 @@ describe("the operator reconciles CRDs into a running governance service", () =>
   /** Opens a chain over real HTTP with an API key and records one payment of `amount` USD. */
   const pay = async (apiKey: string, amount: number) => {
     const headers = { authorization: `Bearer ${apiKey}`, "content-type": "application/json" };
-    const chain = await fetch(`${svc.url}/v1/chains`, {
+    const chain = await fetch(`${fx.svc.url}/v1/chains`, {
       method: "POST",
       headers,
       body: JSON.stringify({ name: "k8s" }),
@@ -52,7 +45,7 @@ describe("the operator reconciles CRDs into a running governance service", () =>
     if (chain.status !== 201)
       return { status: chain.status, body: (await chain.json()) as Record<string, unknown> };
     const { chain_id } = (await chain.json()) as { chain_id: string };
-    const action = await fetch(`${svc.url}/v1/chains/${chain_id}/actions`, {
+    const action = await fetch(`${fx.svc.url}/v1/chains/${chain_id}/actions`, {
       method: "POST",
       headers,
       body: JSON.stringify({
@@ -65,28 +58,13 @@ describe("the operator reconciles CRDs into a running governance service", () =>
     return { status: action.status, body: (await action.json()) as Record<string, unknown> };
   };
   const adminOrg = (slug: string) =>
-    svc.call("GET", `/v1/admin/organizations/${slug}`, { token: svc.adminToken });
-
-  beforeAll(async () => {
-    env = await startKubeEnv();
-    svc = await startTestService({ listen: true });
-    adminTokenFile = await tokenFile(env, svc);
-    op = await startTestOperator(
-      testOperatorConfig(env, { serviceUrl: svc.url, adminTokenFile, identity: "operator-a" }),
-    );
-    await op.whenReconciling();
-  });
-  afterAll(async () => {
-    await op?.stop();
-    await svc?.close();
-    await env?.stop();
-  });
+    fx.svc.call("GET", `/v1/admin/organizations/${slug}`, { token: fx.svc.adminToken });
 
   it("applies the examples and reports Ready with observedGeneration", async () => {
-    await env.k(["apply", "-f", path.join(root, "examples")]);
-    const org = await waitReady(env, "organization", "acme");
-    const pol = await waitReady(env, "governancepolicy", "payments", NS);
-    const team = await waitReady(env, "approverteam", "finance", NS);
+    await fx.env.k(["apply", "-f", path.join(root, "examples")]);
+    const org = await waitReady(fx.env, "organization", "acme");
+    const pol = await waitReady(fx.env, "governancepolicy", "payments", NS);
+    const team = await waitReady(fx.env, "approverteam", "finance", NS);
     expect(org.status).toMatchObject({ observedGeneration: 1, organization: "acme" });
     expect(pol.status).toMatchObject({ organization: "acme", serviceName: "acme-agents.payments" });
     expect(pol.metadata.finalizers).toEqual(["tollgate.dev/finalizer"]);
@@ -118,24 +96,24 @@ describe("the operator reconciles CRDs into a running governance service", () =>
       "flag-large-exports",
     ]);
 
-    const listed = await env.k(["get", "governancepolicies", "-n", NS]);
+    const listed = await fx.env.k(["get", "governancepolicies", "-n", NS]);
     expect(listed).toMatch(/payments\s+acme\s+True\s+True/);
-    await waitForEvent(env, { namespace: NS, name: "payments", reason: "Synced", type: "Normal" });
+    await waitForEvent(fx.env, { namespace: NS, name: "payments", reason: "Synced", type: "Normal" });
   });
 
   it("refuses a second Organization claiming the same slug, and deleting it leaves the service alone", async () => {
-    await env.apply({
+    await fx.env.apply({
       apiVersion: "tollgate.dev/v1alpha1",
       kind: "Organization",
       metadata: { name: "acme-copy" },
       spec: { slug: "acme", killSwitch: { active: true, reason: "should never apply" } },
     });
     const copy = await waitFor("SlugConflict", async () => {
-      const o = await env.get("organization", "acme-copy");
+      const o = await fx.env.get("organization", "acme-copy");
       return conditionOf(o, "Synced")?.reason === "SlugConflict" ? o : undefined;
     });
     expect(conditionOf(copy, "Synced")?.message).toBe("slug acme is already managed by Organization acme");
-    await env.k(["delete", "organization", "acme-copy", "--wait=true", "--timeout=60s"]);
+    await fx.env.k(["delete", "organization", "acme-copy", "--wait=true", "--timeout=60s"]);
     const o = (await adminOrg("acme")).json();
     expect(o.kill_switch.active).toBe(false);
     expect(o.policies).toHaveLength(1);
@@ -146,7 +124,7 @@ describe("the operator reconciles CRDs into a running governance service", () =>
     expect(key.apiKey).toMatch(/^tg_/);
     const keys = await activeKeys("acme", NS);
     expect(keys.map((k) => k.key_id)).toEqual([key.keyId]);
-    const ns = await env.get("namespace", NS);
+    const ns = await fx.env.get("namespace", NS);
     expect(ns.metadata.finalizers).toContain("tollgate.dev/finalizer");
     const r = await pay(key.apiKey, 100);
     expect(r.status, JSON.stringify(r.body)).toBe(200);
@@ -156,7 +134,7 @@ describe("the operator reconciles CRDs into a running governance service", () =>
   it("editing a policy changes the service's decisions", async () => {
     const { apiKey } = (await namespaceKey(NS))!;
     expect((await pay(apiKey, 3000)).body.policy_decision).toBe("allow");
-    await env.k([
+    await fx.env.k([
       "patch",
       "governancepolicy",
       "payments",
@@ -166,7 +144,7 @@ describe("the operator reconciles CRDs into a running governance service", () =>
       "-p",
       JSON.stringify({ spec: { thresholds: { financialApprovalUsd: 1000 } } }),
     ]);
-    const pol = await waitReady(env, "governancepolicy", "payments", NS);
+    const pol = await waitReady(fx.env, "governancepolicy", "payments", NS);
     expect(pol.status.observedGeneration).toBe(2);
     const after = await pay(apiKey, 3000);
     expect(after.body.policy_decision).toBe("require_approval");
@@ -175,7 +153,7 @@ describe("the operator reconciles CRDs into a running governance service", () =>
 
   it("an active kill switch makes the Organization not Ready and the service deny", async () => {
     const { apiKey } = (await namespaceKey(NS))!;
-    await env.k([
+    await fx.env.k([
       "patch",
       "organization",
       "acme",
@@ -184,7 +162,7 @@ describe("the operator reconciles CRDs into a running governance service", () =>
       JSON.stringify({ spec: { killSwitch: { active: true, reason: "incident 7" } } }),
     ]);
     const org = await waitFor("kill switch reported", async () => {
-      const o = await env.get("organization", "acme");
+      const o = await fx.env.get("organization", "acme");
       return conditionOf(o, "Ready")?.reason === "KillSwitchActive" && o.status.observedGeneration === 2
         ? o
         : undefined;
@@ -197,7 +175,7 @@ describe("the operator reconciles CRDs into a running governance service", () =>
     const denied = await pay(apiKey, 1);
     expect(denied.body).toMatchObject({ policy_decision: "deny", kill_switch_active: true });
 
-    await env.k([
+    await fx.env.k([
       "patch",
       "organization",
       "acme",
@@ -205,12 +183,12 @@ describe("the operator reconciles CRDs into a running governance service", () =>
       "-p",
       JSON.stringify({ spec: { killSwitch: { active: false, reason: null } } }),
     ]);
-    await waitReady(env, "organization", "acme");
+    await waitReady(fx.env, "organization", "acme");
     expect((await pay(apiKey, 1)).body.policy_decision).toBe("allow");
   });
 
   it("reports a spec the API server cannot check as InvalidSpec, with a Warning event naming the field", async () => {
-    await env.apply({
+    await fx.env.apply({
       apiVersion: "tollgate.dev/v1alpha1",
       kind: "GovernancePolicy",
       metadata: { name: "odd-payload", namespace: NS },
@@ -220,11 +198,11 @@ describe("the operator reconciles CRDs into a running governance service", () =>
       },
     });
     const pol = await waitFor("InvalidSpec", async () => {
-      const p = await env.get("governancepolicy", "odd-payload", NS);
+      const p = await fx.env.get("governancepolicy", "odd-payload", NS);
       return conditionOf(p, "Synced")?.reason === "InvalidSpec" ? p : undefined;
     });
     expect(conditionOf(pol, "Synced")?.message).toContain("spec.customRules[0].match.payload.rows");
-    const event = await waitForEvent(env, {
+    const event = await waitForEvent(fx.env, {
       namespace: NS,
       name: "odd-payload",
       reason: "InvalidSpec",
@@ -233,35 +211,35 @@ describe("the operator reconciles CRDs into a running governance service", () =>
     expect(event.message).toContain("spec.customRules[0].match.payload.rows");
     const o = (await adminOrg("acme")).json();
     expect(o.policies.map((p: { name: string }) => p.name)).not.toContain("acme-agents.odd-payload");
-    await env.k(["delete", "governancepolicy", "odd-payload", "-n", NS, "--wait=true", "--timeout=60s"]);
+    await fx.env.k(["delete", "governancepolicy", "odd-payload", "-n", NS, "--wait=true", "--timeout=60s"]);
   });
 
   it("a resource waits for its Organization and syncs once it exists", async () => {
-    await env.apply({
+    await fx.env.apply({
       apiVersion: "tollgate.dev/v1alpha1",
       kind: "ApproverTeam",
       metadata: { name: "globex-approvers", namespace: NS },
       spec: { organizationRef: { name: "globex" }, approvers: [{ email: "boss@globex.example" }] },
     });
     await waitFor("OrganizationNotFound", async () => {
-      const t = await env.get("approverteam", "globex-approvers", NS);
+      const t = await fx.env.get("approverteam", "globex-approvers", NS);
       return conditionOf(t, "Synced")?.reason === "OrganizationNotFound";
     });
-    await env.apply({
+    await fx.env.apply({
       apiVersion: "tollgate.dev/v1alpha1",
       kind: "Organization",
       metadata: { name: "globex" },
       spec: { slug: "globex" },
     });
-    await waitReady(env, "organization", "globex");
-    const team = await waitReady(env, "approverteam", "globex-approvers", NS);
+    await waitReady(fx.env, "organization", "globex");
+    const team = await waitReady(fx.env, "approverteam", "globex-approvers", NS);
     expect(team.status.organization).toBe("globex");
     expect((await adminOrg("globex")).json().approver_teams[0].name).toBe("acme-agents.globex-approvers");
   });
 
   it("rotates the namespace API key when annotated, revoking the old one", async () => {
     const before = (await namespaceKey(NS))!;
-    await env.k(["annotate", "namespace", NS, "tollgate.dev/rotate-api-key=2024-06-01"]);
+    await fx.env.k(["annotate", "namespace", NS, "tollgate.dev/rotate-api-key=2024-06-01"]);
     const after = await waitFor("rotated key", async () => {
       const k = await namespaceKey(NS);
       return k && k.keyId !== before.keyId ? k : undefined;
@@ -269,41 +247,41 @@ describe("the operator reconciles CRDs into a running governance service", () =>
     expect((await activeKeys("acme", NS)).map((k) => k.key_id)).toEqual([after.keyId]);
     expect((await pay(before.apiKey, 1)).status).toBe(401);
     expect((await pay(after.apiKey, 1)).status).toBe(200);
-    const secret = await env.get("secret", "tollgate-api-key", NS);
+    const secret = await fx.env.get("secret", "tollgate-api-key", NS);
     expect(secret.metadata.annotations["tollgate.dev/rotation"]).toBe("2024-06-01");
   });
 
   it("deleting resources removes their configuration from the service, then the finalizer", async () => {
-    await env.k(["delete", "governancepolicy", "payments", "-n", NS, "--wait=true", "--timeout=60s"]);
-    expect(await env.get("governancepolicy", "payments", NS)).toBeUndefined();
-    await env.k(["delete", "approverteam", "finance", "-n", NS, "--wait=true", "--timeout=60s"]);
+    await fx.env.k(["delete", "governancepolicy", "payments", "-n", NS, "--wait=true", "--timeout=60s"]);
+    expect(await fx.env.get("governancepolicy", "payments", NS)).toBeUndefined();
+    await fx.env.k(["delete", "approverteam", "finance", "-n", NS, "--wait=true", "--timeout=60s"]);
     const o = (await adminOrg("acme")).json();
     expect(o.policies).toEqual([]);
     expect(o.approver_teams).toEqual([]);
 
     // A namespace that stops being governed loses its key, Secret and finalizer.
     const { apiKey } = (await namespaceKey(NS))!;
-    await env.k(["label", "namespace", NS, "tollgate.dev/organization-"]);
+    await fx.env.k(["label", "namespace", NS, "tollgate.dev/organization-"]);
     await waitFor(
       "Secret deleted",
-      async () => (await env.get("secret", "tollgate-api-key", NS)) === undefined,
+      async () => (await fx.env.get("secret", "tollgate-api-key", NS)) === undefined,
     );
     await waitFor("namespace finalizer removed", async () => {
-      const ns = await env.get("namespace", NS);
+      const ns = await fx.env.get("namespace", NS);
       return !(ns.metadata.finalizers ?? []).includes("tollgate.dev/finalizer");
     });
     expect(await activeKeys("acme", NS)).toEqual([]);
     expect((await pay(apiKey, 1)).status).toBe(401);
 
-    await env.k(["delete", "approverteam", "globex-approvers", "-n", NS, "--wait=true", "--timeout=60s"]);
-    await env.k(["delete", "organization", "acme", "globex", "--wait=true", "--timeout=60s"]);
+    await fx.env.k(["delete", "approverteam", "globex-approvers", "-n", NS, "--wait=true", "--timeout=60s"]);
+    await fx.env.k(["delete", "organization", "acme", "globex", "--wait=true", "--timeout=60s"]);
     expect((await adminOrg("acme")).statusCode).toBe(404);
     expect((await adminOrg("globex")).statusCode).toBe(404);
   });
 
   it("converges after the operator is killed in the middle of minting a key", async () => {
-    await op!.stop();
-    op = undefined;
+    await fx.op!.stop();
+    fx.op = undefined;
     // A proxy in front of the service that forwards the key-minting POST but never answers it:
     // the service mints the key, the operator never learns it and is killed while waiting.
     let minted = 0;
@@ -311,7 +289,7 @@ describe("the operator reconciles CRDs into a running governance service", () =>
     const proxy = http.createServer(async (req, res) => {
       const chunks: Buffer[] = [];
       for await (const c of req) chunks.push(c as Buffer);
-      const upstream = await fetch(`${svc.url}${req.url}`, {
+      const upstream = await fetch(`${fx.svc.url}${req.url}`, {
         method: req.method,
         headers: Object.fromEntries(
           Object.entries(req.headers).filter(([k]) => ["authorization", "content-type"].includes(k)),
@@ -331,13 +309,13 @@ describe("the operator reconciles CRDs into a running governance service", () =>
     });
     await new Promise<void>((r) => proxy.listen(0, "127.0.0.1", () => r()));
     const proxyUrl = `http://127.0.0.1:${(proxy.address() as { port: number }).port}`;
-    const child = await spawnOperator(env, {
+    const child = await spawnOperator(fx.env, {
       serviceUrl: proxyUrl,
-      adminTokenFile,
+      adminTokenFile: fx.adminTokenFile,
       identity: "operator-doomed",
     });
     try {
-      await env.apply(
+      await fx.env.apply(
         {
           apiVersion: "v1",
           kind: "Namespace",
@@ -368,14 +346,12 @@ describe("the operator reconciles CRDs into a running governance service", () =>
       proxy.closeAllConnections();
       proxy.close();
     }
-    expect(await env.get("secret", "tollgate-api-key", "initech-agents")).toBeUndefined();
+    expect(await fx.env.get("secret", "tollgate-api-key", "initech-agents")).toBeUndefined();
 
-    op = await startTestOperator(
-      testOperatorConfig(env, { serviceUrl: svc.url, adminTokenFile, identity: "operator-b" }),
-    );
-    await op.whenReconciling();
-    await waitReady(env, "organization", "initech");
-    await waitReady(env, "governancepolicy", "base", "initech-agents");
+    fx.op = await fx.startOperator("operator-b");
+    await fx.op.whenReconciling();
+    await waitReady(fx.env, "organization", "initech");
+    await waitReady(fx.env, "governancepolicy", "base", "initech-agents");
     const key = await waitFor("API key Secret after restart", () => namespaceKey("initech-agents"));
     const active = await waitFor("exactly one active key", async () => {
       const a = await activeKeys("initech", "initech-agents");

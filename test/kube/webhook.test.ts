@@ -1,19 +1,16 @@
 import { mkdir, readFile, writeFile } from "node:fs/promises";
 import path from "node:path";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { RunningOperator } from "../../operator/operator.js";
+import { beforeAll, describe, expect, it } from "vitest";
 import { sidecarInjectorConfiguration } from "../../operator/webhook/configuration.js";
 import { issueServingCertificate } from "../support/controlplane.js";
-import { startTestService, type TestService } from "../support/service.js";
 import {
   httpGet,
-  type KubeEnv,
   metricValue,
   OPERATOR_NAMESPACE,
-  startKubeEnv,
   startTestOperator,
   testOperatorConfig,
   tokenFile,
+  useOperatorEnv,
   waitFor,
 } from "./helpers.js";
 
@@ -44,27 +41,16 @@ const sidecars = (p: StoredPod) => p.spec.containers.filter((c) => c.name === "t
 const envOf = (p: StoredPod) => Object.fromEntries((sidecars(p)[0]?.env ?? []).map((e) => [e.name, e.value]));
 
 describe("the sidecar-injecting webhook behind a real API server", () => {
-  let env: KubeEnv;
-  let svc: TestService;
-  let op: RunningOperator;
+  const fx = useOperatorEnv({ identity: "webhook-test", reconciling: false });
   const admissions = async (outcome: string) => {
-    const m = await httpGet(`http://127.0.0.1:${op.healthPort}/metrics`);
+    const m = await httpGet(`http://127.0.0.1:${fx.op!.healthPort}/metrics`);
     return metricValue(m.body, "tollgate_operator_webhook_admissions_total", `{outcome="${outcome}"}`) ?? 0;
   };
 
   beforeAll(async () => {
-    env = await startKubeEnv();
-    svc = await startTestService({ listen: true });
-    op = await startTestOperator(
-      testOperatorConfig(env, {
-        serviceUrl: svc.url,
-        adminTokenFile: await tokenFile(env, svc),
-        identity: "webhook-test",
-      }),
-    );
-    await env.apply(
+    await fx.env.apply(
       sidecarInjectorConfiguration({
-        target: { url: `https://127.0.0.1:${op.webhookPort}/mutate` },
+        target: { url: `https://127.0.0.1:${fx.op!.webhookPort}/mutate` },
         operatorNamespace: OPERATOR_NAMESPACE,
         timeoutSeconds: 10,
       }),
@@ -79,16 +65,11 @@ describe("the sidecar-injecting webhook behind a real API server", () => {
       { apiVersion: "v1", kind: "Namespace", metadata: { name: "plain" } },
     );
   });
-  afterAll(async () => {
-    await op?.stop();
-    await svc?.close();
-    await env?.stop();
-  });
 
   it("publishes its CA, kept in a Secret, as the caBundle of every webhook", async () => {
-    const bundle = Buffer.from(op.caCert!).toString("base64");
+    const bundle = Buffer.from(fx.op!.caCert!).toString("base64");
     const config = await waitFor("caBundle published", async () => {
-      const c = await env.get("mutatingwebhookconfiguration", "tollgate-sidecar-injector");
+      const c = await fx.env.get("mutatingwebhookconfiguration", "tollgate-sidecar-injector");
       return c.webhooks.every(
         (w: { clientConfig: { caBundle?: string } }) => w.clientConfig.caBundle === bundle,
       )
@@ -104,14 +85,14 @@ describe("the sidecar-injecting webhook behind a real API server", () => {
       failurePolicy: "Fail",
       timeoutSeconds: 10,
     });
-    const secret = await env.get("secret", "tollgate-webhook-tls", OPERATOR_NAMESPACE);
+    const secret = await fx.env.get("secret", "tollgate-webhook-tls", OPERATOR_NAMESPACE);
     expect(secret.type).toBe("kubernetes.io/tls");
-    expect(Buffer.from(secret.data["ca.crt"], "base64").toString()).toBe(op.caCert);
+    expect(Buffer.from(secret.data["ca.crt"], "base64").toString()).toBe(fx.op!.caCert);
   });
 
   it("stores a Pod created in an injected namespace with the sidecar, its env and the API-key volume", async () => {
-    await env.apply(pod("billing-1", "governed", { labels: { app: "billing-agent" } }));
-    const stored = (await env.get("pod", "billing-1", "governed")) as StoredPod;
+    await fx.env.apply(pod("billing-1", "governed", { labels: { app: "billing-agent" } }));
+    const stored = (await fx.env.get("pod", "billing-1", "governed")) as StoredPod;
     expect(stored.metadata.annotations?.["tollgate.dev/injected"]).toBe("true");
     expect(stored.spec.containers.map((c) => c.name)).toEqual(["agent", "tollgate-sidecar"]);
     expect(sidecars(stored)[0]!.image).toBe("ghcr.io/tollgate/sidecar:test");
@@ -134,8 +115,8 @@ describe("the sidecar-injecting webhook behind a real API server", () => {
   });
 
   it("does not inject twice: a Pod created again from its stored (injected) manifest keeps one sidecar", async () => {
-    const stored = (await env.get("pod", "billing-1", "governed")) as StoredPod & { status?: unknown };
-    await env.k(["delete", "pod", "billing-1", "-n", "governed", "--wait=true"]);
+    const stored = (await fx.env.get("pod", "billing-1", "governed")) as StoredPod & { status?: unknown };
+    await fx.env.k(["delete", "pod", "billing-1", "-n", "governed", "--wait=true"]);
     const {
       uid: _u,
       resourceVersion: _r,
@@ -143,22 +124,22 @@ describe("the sidecar-injecting webhook behind a real API server", () => {
       managedFields: _m,
       ...metadata
     } = stored.metadata as Record<string, unknown>;
-    await env.k(["create", "-f", "-"], JSON.stringify({ ...stored, metadata, status: undefined }));
-    const again = (await env.get("pod", "billing-1", "governed")) as StoredPod;
+    await fx.env.k(["create", "-f", "-"], JSON.stringify({ ...stored, metadata, status: undefined }));
+    const again = (await fx.env.get("pod", "billing-1", "governed")) as StoredPod;
     expect(sidecars(again)).toHaveLength(1);
     expect(again.spec.volumes?.filter((v) => v.name === "tollgate-api-key")).toHaveLength(1);
     expect(again.spec.containers.map((c) => c.name)).toEqual(["agent", "tollgate-sidecar"]);
   });
 
   it("honours the opt-out annotation", async () => {
-    await env.apply(pod("opted-out", "governed", { annotations: { "tollgate.dev/inject": "false" } }));
-    const stored = (await env.get("pod", "opted-out", "governed")) as StoredPod;
+    await fx.env.apply(pod("opted-out", "governed", { annotations: { "tollgate.dev/inject": "false" } }));
+    const stored = (await fx.env.get("pod", "opted-out", "governed")) as StoredPod;
     expect(stored.spec.containers.map((c) => c.name)).toEqual(["agent"]);
     expect(stored.metadata.annotations?.["tollgate.dev/injected"]).toBeUndefined();
   });
 
   it("injects an annotated Pod outside governed namespaces, and leaves other Pods alone", async () => {
-    await env.apply(
+    await fx.env.apply(
       pod("research-1", "plain", {
         annotations: {
           "tollgate.dev/inject": "true",
@@ -168,7 +149,7 @@ describe("the sidecar-injecting webhook behind a real API server", () => {
         },
       }),
     );
-    const injected = (await env.get("pod", "research-1", "plain")) as StoredPod;
+    const injected = (await fx.env.get("pod", "research-1", "plain")) as StoredPod;
     expect(envOf(injected)).toMatchObject({
       TOLLGATE_ORGANIZATION: "globex",
       TOLLGATE_AGENT_NAME: "researcher",
@@ -177,32 +158,32 @@ describe("the sidecar-injecting webhook behind a real API server", () => {
 
     // matchConditions keep un-annotated pods of other namespaces away from the webhook entirely.
     const reviewedBefore = (await admissions("skipped")) + (await admissions("injected"));
-    await env.apply(pod("ordinary", "plain"));
-    const ordinary = (await env.get("pod", "ordinary", "plain")) as StoredPod;
+    await fx.env.apply(pod("ordinary", "plain"));
+    const ordinary = (await fx.env.get("pod", "ordinary", "plain")) as StoredPod;
     expect(ordinary.spec.containers.map((c) => c.name)).toEqual(["agent"]);
     expect((await admissions("skipped")) + (await admissions("injected"))).toBe(reviewedBefore);
   });
 
   it("never injects into kube-system, even when asked", async () => {
-    await env.apply(
+    await fx.env.apply(
       pod("system-agent", "kube-system", {
         annotations: { "tollgate.dev/inject": "true", "tollgate.dev/organization": "acme" },
       }),
     );
-    const stored = (await env.get("pod", "system-agent", "kube-system")) as StoredPod;
+    const stored = (await fx.env.get("pod", "system-agent", "kube-system")) as StoredPod;
     expect(stored.spec.containers.map((c) => c.name)).toEqual(["agent"]);
   });
 
   it("denies a Pod that asks for injection without an organization, naming the label", async () => {
-    const r = await env.kTry(
+    const r = await fx.env.kTry(
       ["apply", "-f", "-"],
       JSON.stringify(pod("orphan", "plain", { annotations: { "tollgate.dev/inject": "true" } })),
     );
     expect(r.code).not.toBe(0);
     expect(r.stderr).toContain('admission webhook "pods.sidecar.tollgate.dev" denied the request');
     expect(r.stderr).toContain("tollgate.dev/organization");
-    expect(await env.get("pod", "orphan", "plain")).toBeUndefined();
-    const bad = await env.kTry(
+    expect(await fx.env.get("pod", "orphan", "plain")).toBeUndefined();
+    const bad = await fx.env.kTry(
       ["apply", "-f", "-"],
       JSON.stringify(
         pod("bad-upstreams", "governed", { annotations: { "tollgate.dev/upstreams": "{not json" } }),
@@ -213,7 +194,7 @@ describe("the sidecar-injecting webhook behind a real API server", () => {
   });
 
   it("counts admissions by outcome and measures their latency", async () => {
-    const m = (await httpGet(`http://127.0.0.1:${op.healthPort}/metrics`)).body;
+    const m = (await httpGet(`http://127.0.0.1:${fx.op!.healthPort}/metrics`)).body;
     expect(
       metricValue(m, "tollgate_operator_webhook_admissions_total", '{outcome="injected"}'),
     ).toBeGreaterThanOrEqual(2);
@@ -223,22 +204,26 @@ describe("the sidecar-injecting webhook behind a real API server", () => {
     expect(
       metricValue(m, "tollgate_operator_webhook_admission_duration_seconds_count"),
     ).toBeGreaterThanOrEqual(5);
-    expect((await httpGet(`http://127.0.0.1:${op.healthPort}/readyz`)).status).toBe(200);
+    expect((await httpGet(`http://127.0.0.1:${fx.op!.healthPort}/readyz`)).status).toBe(200);
   });
   it("with cert-manager, serves the mounted certificate and leaves the caBundle to the CA injector", async () => {
     // cert-manager's part, done by hand: a serving certificate in a directory, the CA in the bundle.
-    const issued = await issueServingCertificate(env.cp, "cm-webhook");
-    const certDir = path.join(env.cp.dir, "cm-certs");
+    const issued = await issueServingCertificate(fx.env.cp, "cm-webhook");
+    const certDir = path.join(fx.env.cp.dir, "cm-certs");
     await mkdir(certDir);
     await writeFile(path.join(certDir, "tls.crt"), await readFile(issued.cert));
     await writeFile(path.join(certDir, "tls.key"), await readFile(issued.key));
     const cmOperator = await startTestOperator(
       testOperatorConfig(
-        env,
-        { serviceUrl: svc.url, adminTokenFile: await tokenFile(env, svc), identity: "cert-manager-mode" },
+        fx.env,
+        {
+          serviceUrl: fx.svc.url,
+          adminTokenFile: await tokenFile(fx.env, fx.svc),
+          identity: "cert-manager-mode",
+        },
         {
           webhook: {
-            ...testOperatorConfig(env, { serviceUrl: "", adminTokenFile: "", identity: "" }).webhook,
+            ...testOperatorConfig(fx.env, { serviceUrl: "", adminTokenFile: "", identity: "" }).webhook,
             certMode: "cert-manager",
             certDir,
             configurationName: "tollgate-cm-injector",
@@ -247,9 +232,9 @@ describe("the sidecar-injecting webhook behind a real API server", () => {
       ),
     );
     try {
-      const caPem = await readFile(env.cp.caCertPath, "utf8");
-      await env.k(["delete", "mutatingwebhookconfiguration", "tollgate-sidecar-injector"]);
-      await env.apply(
+      const caPem = await readFile(fx.env.cp.caCertPath, "utf8");
+      await fx.env.k(["delete", "mutatingwebhookconfiguration", "tollgate-sidecar-injector"]);
+      await fx.env.apply(
         sidecarInjectorConfiguration({
           name: "tollgate-cm-injector",
           target: { url: `https://127.0.0.1:${cmOperator.webhookPort}/mutate` },
@@ -258,12 +243,12 @@ describe("the sidecar-injecting webhook behind a real API server", () => {
           certManagerCertificate: `${OPERATOR_NAMESPACE}/tollgate-webhook`,
         }),
       );
-      await env.apply(pod("cm-agent", "governed", { labels: { app: "cm-agent" } }));
-      const stored = (await env.get("pod", "cm-agent", "governed")) as StoredPod;
+      await fx.env.apply(pod("cm-agent", "governed", { labels: { app: "cm-agent" } }));
+      const stored = (await fx.env.get("pod", "cm-agent", "governed")) as StoredPod;
       expect(sidecars(stored)).toHaveLength(1);
       const m = (await httpGet(`http://127.0.0.1:${cmOperator.healthPort}/metrics`)).body;
       expect(metricValue(m, "tollgate_operator_webhook_admissions_total", '{outcome="injected"}')).toBe(1);
-      const config = await env.get("mutatingwebhookconfiguration", "tollgate-cm-injector");
+      const config = await fx.env.get("mutatingwebhookconfiguration", "tollgate-cm-injector");
       for (const w of config.webhooks)
         expect(Buffer.from(w.clientConfig.caBundle, "base64").toString()).toBe(caPem);
     } finally {
