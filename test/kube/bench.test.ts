@@ -72,8 +72,10 @@ describe("bench/operator --quick", () => {
     for (const r of targeted) expect(typeof r.met).toBe("boolean");
     expect(result.count).toBe(10);
     expect(result.repeats).toHaveLength(1);
-    // Each new resource is reconciled once: the finalizer's own update event is not re-queued.
+    // Each new resource is reconciled once: the echo of its own finalizer write is not re-queued
+    // (that doubled the count); an occasional conflict retry is allowed for.
     expect(result.reconcilesPerResource).toBeGreaterThanOrEqual(1);
+    expect(result.reconcilesPerResource).toBeLessThan(1.5);
     expect(out).toContain("| operator | one at a time: write → Synced p99 |");
   }, 300_000);
 });
