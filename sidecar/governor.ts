@@ -258,6 +258,7 @@ export class Governor {
             receiptNumber: r.receipt_number,
           };
         }
+        if (entry.outcomes.size > 0) this.#outcomes.flush();
         await Promise.allSettled([...entry.outcomes]);
         const result = await entry.chain.exit(
           failure ? new ChainFailure(failure.mode, failure.message) : undefined,
@@ -317,6 +318,7 @@ export class Governor {
 
   /** Resolves when every outcome report in flight has settled (drain, before closing). */
   async reportsSettled(): Promise<void> {
+    this.#outcomes.flush();
     await Promise.allSettled([...this.#chains.values()].flatMap((e) => [...e.outcomes]));
   }
 
