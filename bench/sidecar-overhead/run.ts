@@ -17,7 +17,8 @@
  *                 work between tool calls: every process wakes from idle for each hop;
  *   back-to-back  one agent, each call right after the previous one: a sustained loop, where
  *                 the previous call's background outcome report competes with the next call;
- *   rate          open loop at --rate (500) calls/s on a fixed schedule (bench/lib/rate.ts):
+ *   rate          open loop at --rate (500; a list such as 200,500 measures each) calls/s on a
+ *                 fixed schedule (bench/lib/rate.ts), --rate-seconds (4) per segment:
  *                 latency counts from each call's intended start, so a stall shows in every
  *                 call it delays (coordinated omission corrected). Governed calls spread over
  *                 --chains (16) chains round-robin, since one chain's decisions are serialized;
@@ -32,7 +33,7 @@
  * sidecar and every event must carry its outcome (reports are flushed before completion).
  *
  *   npx tsx bench/sidecar-overhead/run.ts [--calls 200] [--rounds 3] [--gap-ms 10]
- *     [--rate 500] [--rate-calls 2000] [--chains 16] [--pgbench-seconds 5]
+ *     [--rate 500] [--rate-seconds 4] [--chains 16] [--pgbench-seconds 5]
  *     [--modes paced,back-to-back,rate] [--sidecar-root dir] [--profile] [--quick]
  *
  * --quick: a few calls, for correctness (a test runs it). Results go to bench/results/ (see
@@ -74,7 +75,7 @@ const { values: args } = parseArgs({
     rounds: { type: "string", default: "3" },
     "gap-ms": { type: "string", default: "10" },
     rate: { type: "string", default: "500" },
-    "rate-calls": { type: "string", default: "2000" },
+    "rate-seconds": { type: "string", default: "4" },
     chains: { type: "string", default: "16" },
     "pgbench-seconds": { type: "string", default: "5" },
     modes: { type: "string", default: "paced,back-to-back,rate" },
@@ -86,8 +87,10 @@ const { values: args } = parseArgs({
 const quick = args.quick!;
 const perRound = quick ? 20 : Number(args.calls);
 const rounds = quick ? 1 : Number(args.rounds);
-const rate = Number(args.rate);
-const rateCalls = quick ? 200 : Number(args["rate-calls"]);
+const rates = args.rate!.split(",").map(Number);
+const rateSeconds = quick ? 0.4 : Number(args["rate-seconds"]);
+/** Calls per kind per round at `rate`. */
+const callsAt = (rate: number) => Math.round(rate * rateSeconds);
 const rateChains = Number(args.chains);
 const pgbenchSeconds = quick ? 1 : Number(args["pgbench-seconds"]);
 const selected = new Set(args.modes!.split(","));
@@ -150,7 +153,6 @@ interface RateRound {
   sidecarSystemUs: number;
   serviceCpuUs: number;
   loadGeneratorCpuUs: number;
-  pgbench: PgbenchLatency;
 }
 
 const fmt = (ms: number) => `${ms.toFixed(3)} ms`;
@@ -162,7 +164,7 @@ const spread = <T>(xs: T[], f: (x: T) => number) => (xs.length > 1 ? spreadPct(x
 async function main() {
   progress(
     `sidecar-overhead: ${rounds} rounds; sequential ${perRound} calls per kind (${sequentialModes.map((m) => m.name).join(", ") || "none"}); ` +
-      `${rateMode ? `${rateCalls} calls per kind at ${rate}/s over ${rateChains} chains` : "no rate mode"}${quick ? " (quick)" : ""}`,
+      `${rateMode ? `${rateSeconds} s per kind at ${rates.join(", ")} calls/s over ${rateChains} chains` : "no rate mode"}${quick ? " (quick)" : ""}`,
   );
   // Stop the child processes (and PostgreSQL) even when the bench itself is interrupted.
   const stops: (() => Promise<unknown>)[] = [];
@@ -321,7 +323,7 @@ async function main() {
     };
 
     /** One governed segment at the rate over fresh chains, then the chains completed and checked. */
-    const governedAtRate = async (count: number) => {
+    const governedAtRate = async (rate: number, count: number) => {
       const chains = await Promise.all(Array.from({ length: rateChains }, openChain));
       const result = await runAtRate({
         rate,
@@ -338,7 +340,7 @@ async function main() {
         await allOutcomesBound(chainId, expected);
       }
     };
-    const directAtRate = async (count: number) => {
+    const directAtRate = async (rate: number, count: number) => {
       const result = await runAtRate({ rate, count, call: () => directCall(url, agent, body) });
       if (result.errors > 0) throw result.firstError;
       return result;
@@ -362,49 +364,56 @@ async function main() {
       };
     };
 
-    const measureRate = async (): Promise<RateRound[]> => {
-      const warm = Math.min(rateCalls, quick ? 50 : 1000);
-      await directAtRate(warm);
-      const w = await governedAtRate(warm);
-      await completeAndCheck(w.chains, warm);
-      const out: RateRound[] = [];
-      for (let r = 0; r < rounds; r++) {
-        // Alternate which kind goes first, so that drift within a round hits both alike.
-        let d!: RateResult;
-        let g!: CpuPerCall & { value: { result: RateResult; chains: string[] } };
-        for (const kind of r % 2 === 0 ? ["direct", "sidecar"] : ["sidecar", "direct"]) {
-          if (kind === "direct") d = await directAtRate(rateCalls);
-          else g = await withCpu(rateCalls, () => governedAtRate(rateCalls));
-        }
-        await completeAndCheck(g.value.chains, rateCalls);
-        const pgbench = pgbenchInsertLatency(cluster, "pgbench", pgbenchSeconds);
-        const round: RateRound = {
-          direct: percentilesMs(d.latency),
-          sidecar: percentilesMs(g.value.result.latency),
-          sidecarServiceP99: percentilesMs(g.value.result.service).p99,
-          achievedRate: g.value.result.achievedRate,
-          maxSendLagMs: g.value.result.maxSendLagMs,
-          maxInflight: g.value.result.maxInflight,
-          sidecarCpuUs: g.sidecarCpuUs,
-          sidecarSystemUs: g.sidecarSystemUs,
-          serviceCpuUs: g.serviceCpuUs,
-          loadGeneratorCpuUs: g.loadGeneratorCpuUs,
-          pgbench,
-        };
-        out.push(round);
-        progress(
-          `  rate round ${r + 1}: direct p50 ${fmt(round.direct.p50)} p99 ${fmt(round.direct.p99)} | sidecar p50 ${fmt(round.sidecar.p50)} p99 ${fmt(round.sidecar.p99)} ` +
-            `(${Math.round(round.achievedRate)}/s, ${round.maxInflight} in flight at most) | added p50 ${fmt(round.sidecar.p50 - round.direct.p50)} p99 ${fmt(round.sidecar.p99 - round.direct.p99)} | ` +
-            `CPU/call sidecar ${Math.round(round.sidecarCpuUs)} µs (system ${Math.round(round.sidecarSystemUs)} µs), service ${Math.round(round.serviceCpuUs)} µs | pgbench 1-client p99 ${fmt(pgbench.p99)}`,
-        );
+    /** Rounds of the rate mode at each rate, each round followed by the pgbench baseline. */
+    const measureRates = async () => {
+      for (const rate of rates) {
+        const warm = Math.min(callsAt(rate), quick ? 50 : 1000);
+        await directAtRate(rate, warm);
+        const w = await governedAtRate(rate, warm);
+        await completeAndCheck(w.chains, warm);
       }
-      return out;
+      const byRate = new Map<number, RateRound[]>(rates.map((rate) => [rate, []]));
+      const pgbench: PgbenchLatency[] = [];
+      for (let r = 0; r < rounds; r++) {
+        for (const rate of rates) {
+          const calls = callsAt(rate);
+          // Alternate which kind goes first, so that drift within a round hits both alike.
+          let d!: RateResult;
+          let g!: CpuPerCall & { value: { result: RateResult; chains: string[] } };
+          for (const kind of r % 2 === 0 ? ["direct", "sidecar"] : ["sidecar", "direct"]) {
+            if (kind === "direct") d = await directAtRate(rate, calls);
+            else g = await withCpu(calls, () => governedAtRate(rate, calls));
+          }
+          await completeAndCheck(g.value.chains, calls);
+          const round: RateRound = {
+            direct: percentilesMs(d.latency),
+            sidecar: percentilesMs(g.value.result.latency),
+            sidecarServiceP99: percentilesMs(g.value.result.service).p99,
+            achievedRate: g.value.result.achievedRate,
+            maxSendLagMs: g.value.result.maxSendLagMs,
+            maxInflight: g.value.result.maxInflight,
+            sidecarCpuUs: g.sidecarCpuUs,
+            sidecarSystemUs: g.sidecarSystemUs,
+            serviceCpuUs: g.serviceCpuUs,
+            loadGeneratorCpuUs: g.loadGeneratorCpuUs,
+          };
+          byRate.get(rate)!.push(round);
+          progress(
+            `  ${rate}/s round ${r + 1}: direct p50 ${fmt(round.direct.p50)} p99 ${fmt(round.direct.p99)} | sidecar p50 ${fmt(round.sidecar.p50)} p99 ${fmt(round.sidecar.p99)} ` +
+              `(${Math.round(round.achievedRate)}/s, ${round.maxInflight} in flight at most) | added p50 ${fmt(round.sidecar.p50 - round.direct.p50)} p99 ${fmt(round.sidecar.p99 - round.direct.p99)} | ` +
+              `CPU/call sidecar ${Math.round(round.sidecarCpuUs)} µs (system ${Math.round(round.sidecarSystemUs)} µs), service ${Math.round(round.serviceCpuUs)} µs`,
+          );
+        }
+        pgbench.push(pgbenchInsertLatency(cluster, "pgbench", pgbenchSeconds));
+        progress(`  pgbench single-client round ${r + 1}: p99 ${fmt(pgbench[r]!.p99)}`);
+      }
+      return { byRate, pgbench };
     };
 
     const sequential: { mode: SequentialMode; rounds: SequentialRound[] }[] = [];
     for (const mode of sequentialModes) sequential.push({ mode, rounds: await measureSequential(mode) });
     await (sdkChain as Chain | null)?.exit();
-    const rateRounds = rateMode ? await measureRate() : [];
+    const rateResults = rateMode ? await measureRates() : null;
 
     const metrics = await (await fetch(`${sidecar.httpUrl}/metrics`)).text();
     const decisionMean = meanMs(metrics, "tollgate_sidecar_decision_duration_seconds");
@@ -439,23 +448,34 @@ async function main() {
       );
       rows.push(...sequentialRows(mode, rs));
     }
-    if (rateRounds.length > 0) {
-      const rs = rateRounds;
-      const addedP50 = med(rs, (r) => r.sidecar.p50 - r.direct.p50);
-      const addedP99 = med(rs, (r) => r.sidecar.p99 - r.direct.p99);
-      const pgP99 = med(rs, (r) => r.pgbench.p99);
+    if (rateResults) {
+      const pg = rateResults.pgbench;
+      const pgP99 = med(pg, (p) => p.p99);
+      for (const [rate, rs] of rateResults.byRate) {
+        const addedP50 = med(rs, (r) => r.sidecar.p50 - r.direct.p50);
+        const addedP99 = med(rs, (r) => r.sidecar.p99 - r.direct.p99);
+        const n = callsAt(rate);
+        process.stdout.write(
+          `== rate (${rate} calls/s open loop, latency from each call's intended start; ${n} calls per kind per round, governed calls over ${rateChains} chains; medians of ${rs.length} rounds)\n` +
+            `direct:          p50 ${fmt(med(rs, (r) => r.direct.p50))}  p99 ${fmt(med(rs, (r) => r.direct.p99))}  (n=${n})\n` +
+            `through sidecar: p50 ${fmt(med(rs, (r) => r.sidecar.p50))}  p99 ${fmt(med(rs, (r) => r.sidecar.p99))}  (n=${n}; ` +
+            `${Math.round(med(rs, (r) => r.achievedRate))} calls/s achieved; p99 from the actual send ${fmt(med(rs, (r) => r.sidecarServiceP99))})\n` +
+            `added:           p50 ${fmt(addedP50)} (target ≤ ${TARGET_P50_MS} ms: ${addedP50 <= TARGET_P50_MS ? "met" : "MISSED"})  ` +
+            `p99 ${fmt(addedP99)} (target ≤ ${TARGET_P99_MS} ms: ${addedP99 <= TARGET_P99_MS ? "met" : "MISSED"}; ` +
+            `≤ ${TARGET_PGBENCH_RATIO}× pgbench single-client p99: ${addedP99 <= TARGET_PGBENCH_RATIO * pgP99 ? "met" : "MISSED"})\n` +
+            `CPU per governed call: sidecar ${Math.round(med(rs, (r) => r.sidecarCpuUs))} µs (system ${Math.round(med(rs, (r) => r.sidecarSystemUs))} µs), service ${Math.round(med(rs, (r) => r.serviceCpuUs))} µs, load generator ${Math.round(med(rs, (r) => r.loadGeneratorCpuUs))} µs\n`,
+        );
+        rows.push(...rateRows(rate, rs, pg));
+      }
       process.stdout.write(
-        `== rate (${rate} calls/s open loop, latency from each call's intended start; ${rateCalls} calls per kind per round, governed calls over ${rateChains} chains; medians of ${rs.length} rounds)\n` +
-          `direct:          p50 ${fmt(med(rs, (r) => r.direct.p50))}  p99 ${fmt(med(rs, (r) => r.direct.p99))}  (n=${rateCalls})\n` +
-          `through sidecar: p50 ${fmt(med(rs, (r) => r.sidecar.p50))}  p99 ${fmt(med(rs, (r) => r.sidecar.p99))}  (n=${rateCalls}; ` +
-          `${Math.round(med(rs, (r) => r.achievedRate))} calls/s achieved; p99 from the actual send ${fmt(med(rs, (r) => r.sidecarServiceP99))})\n` +
-          `added:           p50 ${fmt(addedP50)} (target ≤ ${TARGET_P50_MS} ms: ${addedP50 <= TARGET_P50_MS ? "met" : "MISSED"})  ` +
-          `p99 ${fmt(addedP99)} (target ≤ ${TARGET_P99_MS} ms: ${addedP99 <= TARGET_P99_MS ? "met" : "MISSED"}; ` +
-          `≤ ${TARGET_PGBENCH_RATIO}× pgbench single-client p99: ${addedP99 <= TARGET_PGBENCH_RATIO * pgP99 ? "met" : "MISSED"})\n` +
-          `pgbench single-client INSERT: p50 ${fmt(med(rs, (r) => r.pgbench.p50))}  p99 ${fmt(pgP99)}  (${Math.round(med(rs, (r) => r.pgbench.tps))} tps)\n` +
-          `CPU per governed call: sidecar ${Math.round(med(rs, (r) => r.sidecarCpuUs))} µs (system ${Math.round(med(rs, (r) => r.sidecarSystemUs))} µs), service ${Math.round(med(rs, (r) => r.serviceCpuUs))} µs, load generator ${Math.round(med(rs, (r) => r.loadGeneratorCpuUs))} µs\n`,
+        `pgbench single-client INSERT: p50 ${fmt(med(pg, (p) => p.p50))}  p99 ${fmt(pgP99)}  (${Math.round(med(pg, (p) => p.tps))} tps)\n`,
       );
-      rows.push(...rateRows(rs));
+      rows.push(
+        row("pgbench single-client INSERT p99", pgP99, "ms", {
+          spread: spread(pg, (p) => p.p99),
+          repeats: pg.length,
+        }),
+      );
     }
     process.stdout.write(
       `inside the sidecar (means over the run): decision ${fmt(decisionMean)}, upstream ${fmt(upstreamMean)}\n${lastChain}`,
@@ -471,7 +491,12 @@ async function main() {
         gap_ms: mode.gapMs,
         rounds: rs,
       })),
-      rate: rateRounds.length ? { rate, calls: rateCalls, chains: rateChains, rounds: rateRounds } : null,
+      rate: rateResults && {
+        seconds_per_segment: rateSeconds,
+        chains: rateChains,
+        by_rate: Object.fromEntries(rateResults.byRate),
+        pgbench_single_client: rateResults.pgbench,
+      },
     });
   } finally {
     await stopAll();
@@ -563,25 +588,31 @@ function sequentialRows(mode: SequentialMode, rs: SequentialRound[]): ResultRow[
   ];
 }
 
-function rateRows(rs: RateRound[]): ResultRow[] {
+function rateRows(rate: number, rs: RateRound[], pg: PgbenchLatency[]): ResultRow[] {
   const repeats = rs.length;
   const p = `${rate}/s`;
   const addedP50 = (r: RateRound) => r.sidecar.p50 - r.direct.p50;
   const addedP99 = (r: RateRound) => r.sidecar.p99 - r.direct.p99;
-  const pgP99 = med(rs, (r) => r.pgbench.p99);
+  const pgP99 = med(pg, (x) => x.p99);
   const direct = "direct call, same run";
   return [
     row(
       `${p}: direct p50`,
       med(rs, (r) => r.direct.p50),
       "ms",
-      { spread: spread(rs, (r) => r.direct.p50), repeats },
+      {
+        spread: spread(rs, (r) => r.direct.p50),
+        repeats,
+      },
     ),
     row(
       `${p}: direct p99`,
       med(rs, (r) => r.direct.p99),
       "ms",
-      { spread: spread(rs, (r) => r.direct.p99), repeats },
+      {
+        spread: spread(rs, (r) => r.direct.p99),
+        repeats,
+      },
     ),
     row(
       `${p}: through sidecar p50`,
@@ -622,11 +653,7 @@ function rateRows(rs: RateRound[]): ResultRow[] {
       baselineValue: pgP99,
       target: `≤ ${TARGET_PGBENCH_RATIO}× baseline`,
       met: med(rs, addedP99) <= TARGET_PGBENCH_RATIO * pgP99,
-      spread: spread(rs, (r) => addedP99(r) / r.pgbench.p99),
-      repeats,
-    }),
-    row("pgbench single-client INSERT p99", pgP99, "ms", {
-      spread: spread(rs, (r) => r.pgbench.p99),
+      spread: spread(rs, (r) => addedP99(r) / pg[rs.indexOf(r)]!.p99),
       repeats,
     }),
     row(
