@@ -48,6 +48,8 @@ interface ChainEntry {
   chain: Chain;
   /** Settles when the last queued decision phase has finished. */
   tail: Promise<void>;
+  /** Decision phases queued or running. */
+  deciding: number;
   /** Outcome reports in flight. */
   outcomes: Set<Promise<void>>;
 }
@@ -111,7 +113,7 @@ export class Governor {
         throw this.#fail(err, "OpenChain");
       }
       const chainId = chain.chainId!;
-      this.#chains.set(chainId, { chain, tail: Promise.resolve(), outcomes: new Set() });
+      this.#chains.set(chainId, { chain, tail: Promise.resolve(), deciding: 0, outcomes: new Set() });
       return chainId;
     });
   }
@@ -192,11 +194,15 @@ export class Governor {
     const mine = new Promise<void>((resolve) => {
       release = resolve;
     });
-    // The next caller may start only when this phase AND every earlier one have finished.
-    entry.tail = Promise.all([previous, mine]).then(() => undefined);
+    // The next caller may start only when this phase AND every earlier one have finished; with
+    // none queued or running (the common case) there is nothing to wait for or chain onto.
+    const waits = entry.deciding > 0;
+    entry.tail = waits ? Promise.all([previous, mine]).then(() => undefined) : mine;
+    entry.deciding++;
     const started = performance.now();
     try {
-      await untilAborted(previous, signal);
+      if (waits) await untilAborted(previous, signal);
+      else if (signal.aborted) throw signal.reason;
       const decision = await entry.chain.recordAgentAction(
         input.agentName,
         input.actionType,
@@ -219,6 +225,7 @@ export class Governor {
       }
       throw err;
     } finally {
+      entry.deciding--;
       release();
     }
   }
