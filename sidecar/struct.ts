@@ -37,6 +37,16 @@ export function valueToJson(value: Value__Output | null | undefined): Json {
   return convertValue(value, { bound: 0 });
 }
 
+/**
+ * Sets an own property, also for the key "__proto__" (a plain assignment would replace the
+ * object's prototype instead, and the field would vanish from the payload).
+ */
+function setField<T>(obj: Record<string, T>, key: string, value: T): void {
+  if (key === "__proto__")
+    Object.defineProperty(obj, key, { value, enumerable: true, writable: true, configurable: true });
+  else obj[key] = value;
+}
+
 /** The running size bound of one conversion (see structToJsonSized). */
 interface Size {
   bound: number;
@@ -49,7 +59,7 @@ function convertStruct(struct: Struct__Output | null | undefined, size: Size): J
   if (!fields) return out;
   for (const key of Object.keys(fields)) {
     size.bound += 4 + 6 * key.length; // "key": and the comma
-    out[key] = convertValue(fields[key], size);
+    setField(out, key, convertValue(fields[key], size));
   }
   return out;
 }
@@ -91,7 +101,7 @@ export function jsonToStruct(obj: Record<string, unknown>): Struct {
   const fields: Record<string, Value> = {};
   for (const key of Object.keys(obj)) {
     const v = obj[key];
-    if (v !== undefined) fields[key] = jsonToValue(v);
+    if (v !== undefined) setField(fields, key, jsonToValue(v));
   }
   return { fields };
 }

@@ -57,3 +57,13 @@ describe("parsePayload size limit", () => {
     );
   });
 });
+
+describe("Struct conversion", () => {
+  it("keeps a payload key named __proto__ as a field, both ways", () => {
+    const payload = JSON.parse('{"__proto__": {"x": 1}, "a": "b"}') as Record<string, unknown>;
+    const back = structToJson(decoded(payload));
+    expect(Object.keys(back)).toEqual(["__proto__", "a"]);
+    expect(JSON.stringify(back)).toBe('{"__proto__":{"x":1},"a":"b"}');
+    expect(Object.getPrototypeOf(back)).toBe(Object.prototype);
+  });
+});
