@@ -22,7 +22,8 @@ export async function startUpstream(): Promise<{ url: string; close(): Promise<v
       res.end(out);
     });
   });
-  server.keepAliveTimeout = 60_000;
+  // Longer than any run: the clients, not this server, decide when an idle socket goes.
+  server.keepAliveTimeout = 600_000;
   await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
   return {
     url: `http://127.0.0.1:${(server.address() as { port: number }).port}/tool`,

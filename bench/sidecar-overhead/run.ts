@@ -196,7 +196,8 @@ async function main() {
     const serviceCpu = () => processCpu(svc.proc.pid!);
     const total = (a: CpuTime, b: CpuTime) => b.userUs + b.systemUs - a.userUs - a.systemUs;
     const client = createGatewayClient(sidecar.grpcAddress);
-    const agent = new http.Agent({ keepAlive: true, maxSockets: 64 });
+    // timeout: honours the upstream's Keep-Alive hint, so no call goes out on a socket it closes.
+    const agent = new http.Agent({ keepAlive: true, maxSockets: 64, timeout: 30_000 });
     const url = new URL(upstream.url);
     const body = JSON.stringify(payload);
     const struct = jsonToStruct(payload);

@@ -11,6 +11,14 @@ import type { HttpUpstreamConfig } from "../config.js";
 import type { JsonObject } from "../struct.js";
 import { type CallContext, type Upstream, UpstreamError, type UpstreamResult } from "./types.js";
 
+/**
+ * Idle keep-alive sockets are dropped after this long, or sooner when the tool announces a
+ * shorter keep-alive (`Keep-Alive: timeout=N`, which node's agent honours only when a timeout
+ * is set). Without it an idle socket outlived the tool's keep-alive, and a call sent on it just
+ * as the tool closed it failed with ECONNRESET (node's own servers close after 5 s).
+ */
+const FREE_SOCKET_TIMEOUT_MS = 30_000;
+
 /** See the module comment. */
 export class HttpUpstream implements Upstream {
   readonly type = "http" as const;
@@ -27,9 +35,8 @@ export class HttpUpstream implements Upstream {
     const { protocol, hostname, port, path, auth } = urlToHttpOptions(new URL(config.url));
     this.#target = { protocol, hostname, port, path, auth };
     const secure = protocol === "https:";
-    this.#agent = secure
-      ? new https.Agent({ keepAlive: true, maxSockets: 256 })
-      : new http.Agent({ keepAlive: true, maxSockets: 256 });
+    const agentOptions = { keepAlive: true, maxSockets: 256, timeout: FREE_SOCKET_TIMEOUT_MS };
+    this.#agent = secure ? new https.Agent(agentOptions) : new http.Agent(agentOptions);
     this.#request = secure ? https.request : http.request;
   }
 
