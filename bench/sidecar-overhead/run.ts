@@ -20,8 +20,9 @@
  *   rate          open loop at --rate (500; a list such as 200,500 measures each) calls/s on a
  *                 fixed schedule (bench/lib/rate.ts), --rate-seconds (4) per segment:
  *                 latency counts from each call's intended start, so a stall shows in every
- *                 call it delays (coordinated omission corrected). Governed calls spread over
- *                 --chains (16) chains round-robin, since one chain's decisions are serialized;
+ *                 call it delays (coordinated omission corrected). Each governed call takes a
+ *                 chain with no call in flight (one agent per concurrent caller; a chain's
+ *                 decisions are serialized), from --chains (32) opened beforehand or a new one;
  *                 the direct and the governed segment alternate within each round.
  * In the sequential patterns the four kinds interleave in each round; besides (a) and (b) they
  * show where the added time goes:
@@ -33,7 +34,7 @@
  * sidecar and every event must carry its outcome (reports are flushed before completion).
  *
  *   npx tsx bench/sidecar-overhead/run.ts [--calls 200] [--rounds 3] [--gap-ms 10]
- *     [--rate 500] [--rate-seconds 4] [--chains 16] [--pgbench-seconds 5]
+ *     [--rate 500] [--rate-seconds 4] [--chains 32] [--pgbench-seconds 5]
  *     [--modes paced,back-to-back,rate] [--sidecar-root dir] [--profile] [--quick]
  *
  * --quick: a few calls, for correctness (a test runs it). Results go to bench/results/ (see
@@ -76,7 +77,7 @@ const { values: args } = parseArgs({
     "gap-ms": { type: "string", default: "10" },
     rate: { type: "string", default: "500" },
     "rate-seconds": { type: "string", default: "4" },
-    chains: { type: "string", default: "16" },
+    chains: { type: "string", default: "32" },
     "pgbench-seconds": { type: "string", default: "5" },
     modes: { type: "string", default: "paced,back-to-back,rate" },
     profile: { type: "boolean", default: false },
@@ -149,6 +150,8 @@ interface RateRound {
   achievedRate: number;
   maxSendLagMs: number;
   maxInflight: number;
+  /** Chains the governed calls used (one per concurrent caller). */
+  chains: number;
   sidecarCpuUs: number;
   sidecarSystemUs: number;
   serviceCpuUs: number;
@@ -164,7 +167,7 @@ const spread = <T>(xs: T[], f: (x: T) => number) => (xs.length > 1 ? spreadPct(x
 async function main() {
   progress(
     `sidecar-overhead: ${rounds} rounds; sequential ${perRound} calls per kind (${sequentialModes.map((m) => m.name).join(", ") || "none"}); ` +
-      `${rateMode ? `${rateSeconds} s per kind at ${rates.join(", ")} calls/s over ${rateChains} chains` : "no rate mode"}${quick ? " (quick)" : ""}`,
+      `${rateMode ? `${rateSeconds} s per kind at ${rates.join(", ")} calls/s, a chain per concurrent caller` : "no rate mode"}${quick ? " (quick)" : ""}`,
   );
   // Stop the child processes (and PostgreSQL) even when the bench itself is interrupted.
   const stops: (() => Promise<unknown>)[] = [];
@@ -323,22 +326,36 @@ async function main() {
       return out;
     };
 
-    /** One governed segment at the rate over fresh chains, then the chains completed and checked. */
+    /**
+     * One governed segment at the rate, then its chains completed and checked. Each call takes
+     * a chain with no call in flight, as one agent per concurrent caller would (a chain's
+     * decisions are serialized: sharing chains would queue calls behind each other and
+     * measure that queue); --chains are opened beforehand, more on demand (counted in the
+     * call that opens one).
+     */
     const governedAtRate = async (rate: number, count: number) => {
-      const chains = await Promise.all(Array.from({ length: rateChains }, openChain));
+      const free = await Promise.all(Array.from({ length: rateChains }, openChain));
+      const calls = new Map<string, number>(free.map((id) => [id, 0]));
       const result = await runAtRate({
         rate,
         count,
-        call: (i) => invoke(chains[i % chains.length]!, "tool"),
+        call: async () => {
+          const chainId = free.pop() ?? (await openChain());
+          calls.set(chainId, (calls.get(chainId) ?? 0) + 1);
+          try {
+            await invoke(chainId, "tool");
+          } finally {
+            free.push(chainId);
+          }
+        },
       });
       if (result.errors > 0) throw result.firstError;
-      return { result, chains };
+      return { result, calls };
     };
-    const completeAndCheck = async (chains: string[], count: number) => {
-      for (const [j, chainId] of chains.entries()) {
+    const completeAndCheck = async (calls: Map<string, number>) => {
+      for (const [chainId, n] of calls) {
         await unary("CompleteChain", { chain_id: chainId });
-        const expected = Math.floor(count / chains.length) + (j < count % chains.length ? 1 : 0);
-        await allOutcomesBound(chainId, expected);
+        await allOutcomesBound(chainId, n);
       }
     };
     const directAtRate = async (rate: number, count: number) => {
@@ -371,7 +388,7 @@ async function main() {
         const warm = Math.min(callsAt(rate), quick ? 50 : 1000);
         await directAtRate(rate, warm);
         const w = await governedAtRate(rate, warm);
-        await completeAndCheck(w.chains, warm);
+        await completeAndCheck(w.calls);
       }
       const byRate = new Map<number, RateRound[]>(rates.map((rate) => [rate, []]));
       const pgbench: PgbenchLatency[] = [];
@@ -380,12 +397,12 @@ async function main() {
           const calls = callsAt(rate);
           // Alternate which kind goes first, so that drift within a round hits both alike.
           let d!: RateResult;
-          let g!: CpuPerCall & { value: { result: RateResult; chains: string[] } };
+          let g!: CpuPerCall & { value: { result: RateResult; calls: Map<string, number> } };
           for (const kind of r % 2 === 0 ? ["direct", "sidecar"] : ["sidecar", "direct"]) {
             if (kind === "direct") d = await directAtRate(rate, calls);
             else g = await withCpu(calls, () => governedAtRate(rate, calls));
           }
-          await completeAndCheck(g.value.chains, calls);
+          await completeAndCheck(g.value.calls);
           const round: RateRound = {
             direct: percentilesMs(d.latency),
             sidecar: percentilesMs(g.value.result.latency),
@@ -393,6 +410,7 @@ async function main() {
             achievedRate: g.value.result.achievedRate,
             maxSendLagMs: g.value.result.maxSendLagMs,
             maxInflight: g.value.result.maxInflight,
+            chains: g.value.calls.size,
             sidecarCpuUs: g.sidecarCpuUs,
             sidecarSystemUs: g.sidecarSystemUs,
             serviceCpuUs: g.serviceCpuUs,
@@ -401,7 +419,7 @@ async function main() {
           byRate.get(rate)!.push(round);
           progress(
             `  ${rate}/s round ${r + 1}: direct p50 ${fmt(round.direct.p50)} p99 ${fmt(round.direct.p99)} | sidecar p50 ${fmt(round.sidecar.p50)} p99 ${fmt(round.sidecar.p99)} ` +
-              `(${Math.round(round.achievedRate)}/s, ${round.maxInflight} in flight at most) | added p50 ${fmt(round.sidecar.p50 - round.direct.p50)} p99 ${fmt(round.sidecar.p99 - round.direct.p99)} | ` +
+              `(${Math.round(round.achievedRate)}/s, ${round.maxInflight} in flight at most, ${round.chains} chains) | added p50 ${fmt(round.sidecar.p50 - round.direct.p50)} p99 ${fmt(round.sidecar.p99 - round.direct.p99)} | ` +
               `CPU/call sidecar ${Math.round(round.sidecarCpuUs)} µs (system ${Math.round(round.sidecarSystemUs)} µs), service ${Math.round(round.serviceCpuUs)} µs`,
           );
         }
@@ -457,7 +475,7 @@ async function main() {
         const addedP99 = med(rs, (r) => r.sidecar.p99 - r.direct.p99);
         const n = callsAt(rate);
         process.stdout.write(
-          `== rate (${rate} calls/s open loop, latency from each call's intended start; ${n} calls per kind per round, governed calls over ${rateChains} chains; medians of ${rs.length} rounds)\n` +
+          `== rate (${rate} calls/s open loop, latency from each call's intended start; ${n} calls per kind per round, a chain per concurrent caller (${Math.round(med(rs, (r) => r.chains))} chains); medians of ${rs.length} rounds)\n` +
             `direct:          p50 ${fmt(med(rs, (r) => r.direct.p50))}  p99 ${fmt(med(rs, (r) => r.direct.p99))}  (n=${n})\n` +
             `through sidecar: p50 ${fmt(med(rs, (r) => r.sidecar.p50))}  p99 ${fmt(med(rs, (r) => r.sidecar.p99))}  (n=${n}; ` +
             `${Math.round(med(rs, (r) => r.achievedRate))} calls/s achieved; p99 from the actual send ${fmt(med(rs, (r) => r.sidecarServiceP99))})\n` +
@@ -494,7 +512,7 @@ async function main() {
       })),
       rate: rateResults && {
         seconds_per_segment: rateSeconds,
-        chains: rateChains,
+        chains_opened_beforehand: rateChains,
         by_rate: Object.fromEntries(rateResults.byRate),
         pgbench_single_client: rateResults.pgbench,
       },
