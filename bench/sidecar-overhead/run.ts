@@ -20,9 +20,9 @@
  *   rate          open loop at --rate (500; a list such as 200,500 measures each) calls/s on a
  *                 fixed schedule (bench/lib/rate.ts), --rate-seconds (4) per segment:
  *                 latency counts from each call's intended start, so a stall shows in every
- *                 call it delays (coordinated omission corrected). Each governed call takes a
- *                 chain with no call in flight (one agent per concurrent caller; a chain's
- *                 decisions are serialized), from --chains (32) opened beforehand or a new one;
+ *                 call it delays (coordinated omission corrected). Each governed call takes one
+ *                 of --chains (64) chains with no call in flight (one agent per concurrent
+ *                 caller; a chain's decisions are serialized), round-robin when all are busy;
  *                 the direct and the governed segment alternate within each round.
  * In the sequential patterns the four kinds interleave in each round; besides (a) and (b) they
  * show where the added time goes:
@@ -34,7 +34,7 @@
  * sidecar and every event must carry its outcome (reports are flushed before completion).
  *
  *   npx tsx bench/sidecar-overhead/run.ts [--calls 200] [--rounds 3] [--gap-ms 10]
- *     [--rate 500] [--rate-seconds 4] [--chains 32] [--pgbench-seconds 5]
+ *     [--rate 500] [--rate-seconds 4] [--chains 64] [--pgbench-seconds 5]
  *     [--modes paced,back-to-back,rate] [--sidecar-root dir] [--profile] [--quick]
  *
  * --quick: a few calls, for correctness (a test runs it). Results go to bench/results/ (see
@@ -77,7 +77,7 @@ const { values: args } = parseArgs({
     "gap-ms": { type: "string", default: "10" },
     rate: { type: "string", default: "500" },
     "rate-seconds": { type: "string", default: "4" },
-    chains: { type: "string", default: "32" },
+    chains: { type: "string", default: "64" },
     "pgbench-seconds": { type: "string", default: "5" },
     modes: { type: "string", default: "paced,back-to-back,rate" },
     profile: { type: "boolean", default: false },
@@ -150,8 +150,6 @@ interface RateRound {
   achievedRate: number;
   maxSendLagMs: number;
   maxInflight: number;
-  /** Chains the governed calls used (one per concurrent caller). */
-  chains: number;
   sidecarCpuUs: number;
   sidecarSystemUs: number;
   serviceCpuUs: number;
@@ -167,7 +165,7 @@ const spread = <T>(xs: T[], f: (x: T) => number) => (xs.length > 1 ? spreadPct(x
 async function main() {
   progress(
     `sidecar-overhead: ${rounds} rounds; sequential ${perRound} calls per kind (${sequentialModes.map((m) => m.name).join(", ") || "none"}); ` +
-      `${rateMode ? `${rateSeconds} s per kind at ${rates.join(", ")} calls/s, a chain per concurrent caller` : "no rate mode"}${quick ? " (quick)" : ""}`,
+      `${rateMode ? `${rateSeconds} s per kind at ${rates.join(", ")} calls/s over ${rateChains} chains, a free one per call` : "no rate mode"}${quick ? " (quick)" : ""}`,
   );
   // Stop the child processes (and PostgreSQL) even when the bench itself is interrupted.
   const stops: (() => Promise<unknown>)[] = [];
@@ -327,25 +325,27 @@ async function main() {
     };
 
     /**
-     * One governed segment at the rate, then its chains completed and checked. Each call takes
-     * a chain with no call in flight, as one agent per concurrent caller would (a chain's
-     * decisions are serialized: sharing chains would queue calls behind each other and
-     * measure that queue); --chains are opened beforehand, more on demand (counted in the
-     * call that opens one).
+     * One governed segment at the rate over --chains fresh chains, then the chains completed
+     * and checked. Each call takes a chain with no call in flight, as one agent per concurrent
+     * caller would (a chain's decisions are serialized: sharing one would queue the call behind
+     * another); only when every chain is busy do calls share them, round-robin. Opening chains
+     * on demand instead fed an overloaded service more work exactly when it fell behind.
      */
     const governedAtRate = async (rate: number, count: number) => {
-      const free = await Promise.all(Array.from({ length: rateChains }, openChain));
-      const calls = new Map<string, number>(free.map((id) => [id, 0]));
+      const chains = await Promise.all(Array.from({ length: rateChains }, openChain));
+      const free = [...chains];
+      const calls = new Map<string, number>(chains.map((id) => [id, 0]));
       const result = await runAtRate({
         rate,
         count,
-        call: async () => {
-          const chainId = free.pop() ?? (await openChain());
-          calls.set(chainId, (calls.get(chainId) ?? 0) + 1);
+        call: async (i) => {
+          const own = free.pop();
+          const chainId = own ?? chains[i % chains.length]!;
+          calls.set(chainId, calls.get(chainId)! + 1);
           try {
             await invoke(chainId, "tool");
           } finally {
-            free.push(chainId);
+            if (own) free.push(own);
           }
         },
       });
@@ -410,7 +410,6 @@ async function main() {
             achievedRate: g.value.result.achievedRate,
             maxSendLagMs: g.value.result.maxSendLagMs,
             maxInflight: g.value.result.maxInflight,
-            chains: g.value.calls.size,
             sidecarCpuUs: g.sidecarCpuUs,
             sidecarSystemUs: g.sidecarSystemUs,
             serviceCpuUs: g.serviceCpuUs,
@@ -419,7 +418,7 @@ async function main() {
           byRate.get(rate)!.push(round);
           progress(
             `  ${rate}/s round ${r + 1}: direct p50 ${fmt(round.direct.p50)} p99 ${fmt(round.direct.p99)} | sidecar p50 ${fmt(round.sidecar.p50)} p99 ${fmt(round.sidecar.p99)} ` +
-              `(${Math.round(round.achievedRate)}/s, ${round.maxInflight} in flight at most, ${round.chains} chains) | added p50 ${fmt(round.sidecar.p50 - round.direct.p50)} p99 ${fmt(round.sidecar.p99 - round.direct.p99)} | ` +
+              `(${Math.round(round.achievedRate)}/s, ${round.maxInflight} in flight at most) | added p50 ${fmt(round.sidecar.p50 - round.direct.p50)} p99 ${fmt(round.sidecar.p99 - round.direct.p99)} | ` +
               `CPU/call sidecar ${Math.round(round.sidecarCpuUs)} µs (system ${Math.round(round.sidecarSystemUs)} µs), service ${Math.round(round.serviceCpuUs)} µs`,
           );
         }
@@ -475,7 +474,7 @@ async function main() {
         const addedP99 = med(rs, (r) => r.sidecar.p99 - r.direct.p99);
         const n = callsAt(rate);
         process.stdout.write(
-          `== rate (${rate} calls/s open loop, latency from each call's intended start; ${n} calls per kind per round, a chain per concurrent caller (${Math.round(med(rs, (r) => r.chains))} chains); medians of ${rs.length} rounds)\n` +
+          `== rate (${rate} calls/s open loop, latency from each call's intended start; ${n} calls per kind per round, governed calls over ${rateChains} chains, a free one per call; medians of ${rs.length} rounds)\n` +
             `direct:          p50 ${fmt(med(rs, (r) => r.direct.p50))}  p99 ${fmt(med(rs, (r) => r.direct.p99))}  (n=${n})\n` +
             `through sidecar: p50 ${fmt(med(rs, (r) => r.sidecar.p50))}  p99 ${fmt(med(rs, (r) => r.sidecar.p99))}  (n=${n}; ` +
             `${Math.round(med(rs, (r) => r.achievedRate))} calls/s achieved; p99 from the actual send ${fmt(med(rs, (r) => r.sidecarServiceP99))})\n` +
