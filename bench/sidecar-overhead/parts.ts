@@ -158,6 +158,26 @@ export function processCpu(pid: number): CpuTime {
   return { userUs: us(fields[11]), systemUs: us(fields[12]) };
 }
 
+/**
+ * GET `url` on a connection of its own (no keep-alive: an idle pooled socket may be one the
+ * server has just closed) and returns the body.
+ * @throws Error on a network error or a non-2xx answer.
+ */
+export function getText(url: string): Promise<string> {
+  return new Promise((resolve, reject) => {
+    http
+      .get(url, { agent: false }, (res) => {
+        let text = "";
+        res.setEncoding("utf8");
+        res.on("data", (c: string) => (text += c));
+        res.on("end", () =>
+          (res.statusCode ?? 0) < 300 ? resolve(text) : reject(new Error(`GET ${url} → ${res.statusCode}`)),
+        );
+      })
+      .on("error", reject);
+  });
+}
+
 /** Mean of a Prometheus histogram (`name`_sum / `name`_count, all label sets) in ms. */
 export function meanMs(metrics: string, name: string): number {
   const sum = (suffix: string) =>

@@ -63,6 +63,7 @@ import { latencyHistogram, median, percentilesMs, type ResultRow, spreadPct } fr
 import {
   type CpuTime,
   directCall,
+  getText,
   meanMs,
   processCpu,
   type SidecarProcess,
@@ -433,7 +434,7 @@ async function main() {
     await (sdkChain as Chain | null)?.exit();
     const rateResults = rateMode ? await measureRates() : null;
 
-    const metrics = await (await fetch(`${sidecar.httpUrl}/metrics`)).text();
+    const metrics = await getText(`${sidecar.httpUrl}/metrics`);
     const decisionMean = meanMs(metrics, "tollgate_sidecar_decision_duration_seconds");
     const upstreamMean = meanMs(metrics, "tollgate_sidecar_upstream_duration_seconds");
     client.close();
