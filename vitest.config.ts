@@ -31,6 +31,8 @@ export default defineConfig({
         test: {
           name: "service-pglite",
           include: serviceSuites,
+          // Several service processes on one database need PostgreSQL (LISTEN/NOTIFY).
+          exclude: ["test/service/approval-wait-replicas.test.ts"],
           env: { TOLLGATE_TEST_DB: "pglite" },
           testTimeout: 30_000,
           hookTimeout: 120_000,

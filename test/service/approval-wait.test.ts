@@ -2,16 +2,12 @@
  * Long-poll on GET /v1/chains/{chain_id}/approval-status?wait= (issue 9, beyond the spec): a held
  * request answers as soon as its approval is approved, denied, timed out or cancelled, answers
  * `pending` when the wait elapses, ends at once on graceful shutdown, and keeps the body of the
- * plain poll. On PostgreSQL, two service processes on one database: a decision on one wakes a
- * request held by the other (LISTEN/NOTIFY), also after the listener connection was killed.
+ * plain poll (the two-replica wake-up over LISTEN/NOTIFY: approval-wait-replicas.test.ts).
  * Timing bounds are generous (a wake-up must beat the 5 s wait, never a tight figure).
  */
-import { randomBytes } from "node:crypto";
-import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { api, type ServiceProcess, startServiceProcess } from "../../bench/lib/parts.js";
-import { LISTENER_APPLICATION_NAME } from "../../src/service/domain/approval-listener.js";
-import { backend, freshDatabase } from "../support/db.js";
+import { poll } from "../support/approval-poll.js";
+import { backend } from "../support/db.js";
 import { startTestService, type TestService } from "../support/service.js";
 
 let t: TestService;
@@ -39,15 +35,6 @@ async function gatedChain(svc: TestService = t, key = org.clientKey) {
   });
   expect(r.json().policy_decision).toBe("require_approval");
   return { chainId, approvalId: r.json().approval_id as string };
-}
-
-/** GET approval-status over real HTTP; resolves with the status code, body and elapsed ms. */
-async function poll(base: string, key: string, chainId: string, query: string) {
-  const t0 = performance.now();
-  const r = await fetch(`${base}/v1/chains/${chainId}/approval-status${query}`, {
-    headers: { authorization: `Bearer ${key}` },
-  });
-  return { status: r.status, body: await r.json(), ms: performance.now() - t0 };
 }
 
 /** Resolves once `n` requests are held by the service (the hold has started). */
@@ -182,100 +169,5 @@ describe("graceful shutdown", () => {
     } finally {
       await own.close().catch(() => {});
     }
-  });
-});
-
-// Two replicas are two processes: the in-process wake-up cannot reach the other one, only
-// PostgreSQL's NOTIFY can. PGlite serves a single process.
-describe.runIf(backend() === "postgres")("two service processes on one PostgreSQL", () => {
-  let database: Awaited<ReturnType<typeof freshDatabase>>;
-  let a: ServiceProcess;
-  let b: ServiceProcess;
-  let clientKey: string;
-  let adminKey: string;
-  const adminToken = `tga_${randomBytes(32).toString("base64url")}`;
-
-  beforeAll(async () => {
-    database = await freshDatabase();
-    const env = { TOLLGATE_ADMIN_TOKEN: adminToken, TOLLGATE_MASTER_KEY: randomBytes(32).toString("hex") };
-    a = await startServiceProcess(database.url!, env);
-    b = await startServiceProcess(database.url!, env);
-    await api(`${a.url}/v1/admin/organizations/replicas`, adminToken, "PUT", {});
-    const key = async (role: string) =>
-      (
-        await api(`${a.url}/v1/admin/organizations/replicas/api-keys`, adminToken, "POST", {
-          name: role,
-          role,
-        })
-      ).api_key as string;
-    clientKey = await key("client");
-    adminKey = await key("admin");
-  });
-  afterAll(async () => {
-    await a?.stop();
-    await b?.stop();
-    await database?.close();
-  });
-
-  /** Gates a chain on A, holds on B, approves on A; returns B's answer. */
-  async function approveOnAWakeB() {
-    const chain = await api(`${a.url}/v1/chains`, clientKey, "POST", { name: "replicas" });
-    const r = await api(`${a.url}/v1/chains/${chain.chain_id}/actions`, clientKey, "POST", {
-      agent_name: "payer",
-      action_type: "tool_call",
-      action_name: "pay",
-      payload: { amount_usd: 7500 },
-    });
-    expect(r.policy_decision).toBe("require_approval");
-    const waiting = poll(b.url, clientKey, chain.chain_id, `?approval_id=${r.approval_id}&wait=5`);
-    // B has begun holding once a plain read can no longer race it; a short head start suffices
-    // because a missed wake-up would only delay the answer to the 5 s bound asserted below.
-    await new Promise((res) => setTimeout(res, 300));
-    const t0 = performance.now();
-    await api(`${a.url}/v1/approvals/${r.approval_id}/decision`, adminKey, "POST", { decision: "approve" });
-    const answer = await waiting;
-    return { answer, afterApproveMs: performance.now() - t0 };
-  }
-
-  /** pids of the LISTEN connections that are listening. */
-  async function listeners(): Promise<number[]> {
-    const c = new pg.Client({ connectionString: database.url });
-    await c.connect();
-    try {
-      const { rows } = await c.query(
-        "SELECT pid FROM pg_stat_activity WHERE application_name = $1 AND query ILIKE 'LISTEN%' ORDER BY pid",
-        [LISTENER_APPLICATION_NAME],
-      );
-      return rows.map((r) => r.pid as number);
-    } finally {
-      await c.end();
-    }
-  }
-
-  it("an approval on A wakes a request held by B", async () => {
-    expect(await listeners()).toHaveLength(2);
-    const { answer, afterApproveMs } = await approveOnAWakeB();
-    expect(answer.status).toBe(200);
-    expect(answer.body.approval.status).toBe("approved");
-    expect(answer.ms).toBeLessThan(5000);
-    expect(afterApproveMs).toBeLessThan(4000);
-  });
-
-  it("the listener reconnects after its connection is killed", async () => {
-    const before = await listeners();
-    const c = new pg.Client({ connectionString: database.url });
-    await c.connect();
-    await c.query("SELECT pg_terminate_backend(pid) FROM unnest($1::int[]) AS pid", [before]);
-    await c.end();
-    const deadline = performance.now() + 15_000;
-    for (;;) {
-      const now = await listeners();
-      if (now.length === 2 && now.every((pid) => !before.includes(pid))) break;
-      if (performance.now() > deadline) throw new Error(`listeners did not come back: ${now}`);
-      await new Promise((res) => setTimeout(res, 100));
-    }
-    const { answer } = await approveOnAWakeB();
-    expect(answer.body.approval.status).toBe("approved");
-    expect(answer.ms).toBeLessThan(5000);
   });
 });
