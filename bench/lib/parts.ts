@@ -81,15 +81,20 @@ export interface ServiceProcess {
   stop(): Promise<void>;
 }
 
-/** Starts the service (`node --import tsx src/service/main.ts`, plus `nodeArgs` such as --cpu-prof) on a free port; resolves when /readyz answers. */
+/**
+ * Starts the service (`node --import tsx src/service/main.ts`, or `entry` instead of
+ * `--import tsx src/service/main.ts`, e.g. a built `dist/service.js`; plus `nodeArgs` such as
+ * --cpu-prof) on a free port; resolves when /readyz answers.
+ */
 export async function startServiceProcess(
   databaseUrl: string,
   env: Record<string, string> = {},
   nodeArgs: string[] = [],
+  entry: string[] = ["--import", "tsx", "src/service/main.ts"],
 ): Promise<ServiceProcess> {
   const port = await freePort();
   const adminToken = `tga_${randomBytes(32).toString("base64url")}`;
-  const proc = spawn(process.execPath, [...nodeArgs, "--import", "tsx", "src/service/main.ts"], {
+  const proc = spawn(process.execPath, [...nodeArgs, ...entry], {
     cwd: repoRoot,
     env: {
       ...process.env,

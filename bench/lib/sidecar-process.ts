@@ -1,8 +1,9 @@
 /**
- * The sidecar as its own process, started the way the sidecar image starts it
- * (`node --import tsx sidecar/main.ts`, configuration from the environment, the API key from a
- * mounted file), a local HTTP tool for it to forward to, and per-process readings from /proc
- * (Linux): resident memory and CPU time.
+ * The sidecar as its own process, configured as the webhook configures it (configuration from
+ * the environment, the API key from a mounted file) and run from the TypeScript sources through
+ * tsx as in development (`node --import tsx sidecar/main.ts`) or from a production build (the
+ * image runs `node dist/sidecar.js`); a local HTTP tool for it to forward to; and per-process
+ * readings from /proc (Linux): resident memory and CPU time.
  */
 import { type ChildProcess, spawn } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
@@ -31,8 +32,13 @@ export interface SidecarProcessOptions {
   apiKey: string;
   /** TOLLGATE_UPSTREAMS (default none). */
   upstreams?: unknown[];
-  /** Node flags before `--import tsx`, e.g. --cpu-prof. */
+  /** Node flags before the entry, e.g. --cpu-prof. */
   nodeArgs?: string[];
+  /**
+   * What node runs, relative to the repository root: the sources through tsx (default,
+   * `["--import", "tsx", "sidecar/main.ts"]`) or a built bundle (e.g. `["dist/sidecar.js"]`).
+   */
+  entry?: string[];
   /** More environment (e.g. NODE_ENV). */
   env?: Record<string, string>;
 }
@@ -43,7 +49,8 @@ export async function startSidecarProcess(opts: SidecarProcessOptions): Promise<
   const keyFile = path.join(dir, "api-key");
   writeFileSync(keyFile, opts.apiKey, { mode: 0o600 });
   const [grpcPort, httpPort] = [await freePort(), await freePort()];
-  const proc = spawn(process.execPath, [...(opts.nodeArgs ?? []), "--import", "tsx", "sidecar/main.ts"], {
+  const entry = opts.entry ?? ["--import", "tsx", "sidecar/main.ts"];
+  const proc = spawn(process.execPath, [...(opts.nodeArgs ?? []), ...entry], {
     cwd: repoRoot,
     env: {
       PATH: process.env.PATH ?? "",

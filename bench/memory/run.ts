@@ -1,34 +1,47 @@
 /**
  * bench/memory: resident memory (RSS) of the governance service and of the sidecar, each its
- * own process as in a pod (`src/service/main.ts` on real PostgreSQL, `sidecar/main.ts` with
- * its configuration from the environment, NODE_ENV=production as in the images), read from
- * /proc/<pid>/status VmRSS:
+ * own process as in a pod (the service on real PostgreSQL, the sidecar with its configuration
+ * from the environment, NODE_ENV=production as in the images), read from /proc/<pid>/status
+ * VmRSS, in two configurations measured in the same run:
+ *   image  as the images run them: the production build (`npm run build`, built afresh into a
+ *          scratch directory) with `node dist/service.js` and `node dist/sidecar.js`, the
+ *          sidecar with the V8 flags the admission webhook injects as NODE_OPTIONS
+ *          (SIDECAR_NODE_OPTIONS of operator/webhook/patch.ts; the sidecar image sets the same);
+ *   tsx    as `npm start` runs them in development: the TypeScript sources through
+ *          `node --import tsx`, no flags.
+ * Readings:
  *   at rest     after start and a warm-up, then 2 s idle;
  *   under load  the highest of the readings taken every 100 ms while --clients (16) agents
  *               invoke through the sidecar's gRPC Invoke for --seconds (10): each action is
  *               recorded and decided by the service, forwarded to a local HTTP tool, and its
  *               outcome reported; every agent completes its chain (the service signs a
  *               receipt) and opens a new one every 200 calls.
- * Targets: sidecar ≤ 80 MiB, service ≤ 250 MiB, at rest and under load. No baseline. Each
- * repeat starts both processes afresh on a fresh database. The JSON also holds what shows
- * where the RSS goes: the V8 heap and external memory each process reports on /metrics, and
- * the runtime's floor, the RSS of an idle `node` and of an idle `node --import tsx` (the
- * images run the TypeScript sources through tsx).
+ * Targets (image configuration): sidecar ≤ 80 MiB, service ≤ 250 MiB, at rest and under load;
+ * the tsx figures are the baseline (ratio = image / tsx). Each repeat starts both processes
+ * afresh on a fresh database, once per configuration. The JSON also holds what shows where the
+ * RSS goes: the V8 heap and external memory each process reports on /metrics at rest and after
+ * the load, the highest V8 heap in use seen during the load (sampled every 500 ms: what the
+ * sidecar's --max-old-space-size must leave room for), the CPU time per call of each process
+ * (what the smaller heap costs in garbage collection), and the runtime's floor, the RSS of an
+ * idle `node` and of an idle `node --import tsx`.
  *
- *   npx tsx bench/memory/run.ts [--clients 16] [--seconds 10] [--repeats 3] [--node-args "..."] [--quick]
+ *   npx tsx bench/memory/run.ts [--clients 16] [--seconds 10] [--repeats 3] [--node-args="..."] [--quick]
  *
- * --node-args: V8/Node flags for both processes (e.g. "--max-semi-space-size=1"), to see how
- * they move the figures.
+ * --node-args: more V8/Node flags for every process of both configurations, after the injected
+ * NODE_OPTIONS (so they win), e.g. "--max-old-space-size=4096" to see the sidecar's heap unbounded.
  */
-import { spawn } from "node:child_process";
+import { execFileSync, spawn } from "node:child_process";
+import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
+import path from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { parseArgs } from "node:util";
+import { SIDECAR_NODE_OPTIONS } from "../../operator/webhook/patch.js";
 import type { InvokeResponse__Output } from "../../sidecar/generated/tollgate/v1/InvokeResponse.js";
 import { createGatewayClient } from "../../sidecar/proto.js";
 import { jsonToStruct } from "../../sidecar/struct.js";
 import { benchOrg, repoRoot, startDatabase, startServiceProcess } from "../lib/parts.js";
 import { progress, report } from "../lib/report.js";
-import { rssBytes, startEchoUpstream, startSidecarProcess } from "../lib/sidecar-process.js";
+import { cpuSeconds, rssBytes, startEchoUpstream, startSidecarProcess } from "../lib/sidecar-process.js";
 import { median, type ResultRow, spreadPct } from "../lib/stats.js";
 
 const { values: args } = parseArgs({
@@ -47,11 +60,37 @@ const repeats = quick ? 1 : Number(args.repeats);
 const warmupCalls = quick ? 10 : 100;
 const IDLE_MS = 2000;
 const SAMPLE_MS = 100;
+const HEAP_SAMPLE_MS = 500;
 const CALLS_PER_CHAIN = 200;
 const MiB = 1024 * 1024;
 const TARGETS = { sidecar: 80, service: 250 } as const;
 const nodeArgs = args["node-args"]!.split(" ").filter(Boolean);
 type Part = keyof typeof TARGETS;
+const PARTS = ["sidecar", "service"] as const satisfies Part[];
+
+/** How the two processes are started in one configuration. */
+interface Configuration {
+  /** What node runs for each part (relative to the repository root), after nodeArgs. */
+  entry: Record<Part, string[]>;
+  /** Environment added for each part. */
+  env: Record<Part, Record<string, string>>;
+}
+
+/** The image configuration, running the build in `buildDir`; the tsx configuration. */
+const configurations = (buildDir: string) => ({
+  image: {
+    entry: { sidecar: [path.join(buildDir, "sidecar.js")], service: [path.join(buildDir, "service.js")] },
+    env: { sidecar: { NODE_OPTIONS: SIDECAR_NODE_OPTIONS }, service: {} },
+  },
+  tsx: {
+    entry: {
+      sidecar: ["--import", "tsx", "sidecar/main.ts"],
+      service: ["--import", "tsx", "src/service/main.ts"],
+    },
+    env: { sidecar: {}, service: {} },
+  },
+});
+type ConfigName = keyof ReturnType<typeof configurations>;
 
 const payload = jsonToStruct({ path: "/data/report.csv", mode: "read", limit: 100 });
 
@@ -69,9 +108,14 @@ async function heapOf(metricsUrl: string, prefix: string) {
   };
 }
 
-/** One repeat: fresh processes, rest reading, load with sampling. */
-async function measure(databaseUrl: string, upstreamUrl: string) {
-  const svc = await startServiceProcess(databaseUrl, { NODE_ENV: "production" }, nodeArgs);
+/** One repeat in one configuration: fresh processes, rest reading, load with sampling. */
+async function measure(config: Configuration, databaseUrl: string, upstreamUrl: string) {
+  const svc = await startServiceProcess(
+    databaseUrl,
+    { NODE_ENV: "production", ...config.env.service },
+    nodeArgs,
+    config.entry.service,
+  );
   const stops: (() => Promise<void>)[] = [() => svc.stop()];
   try {
     const apiKey = await benchOrg(svc, "bench");
@@ -79,11 +123,16 @@ async function measure(databaseUrl: string, upstreamUrl: string) {
       serviceUrl: svc.url,
       apiKey,
       upstreams: [{ name: "tool", type: "http", url: upstreamUrl }],
-      env: { NODE_ENV: "production" },
+      env: { NODE_ENV: "production", ...config.env.sidecar },
       nodeArgs,
+      entry: config.entry.sidecar,
     });
     stops.unshift(() => sidecar.stop());
     const pids: Record<Part, number> = { sidecar: sidecar.proc.pid!, service: svc.proc.pid! };
+    const metricsOf = {
+      sidecar: () => heapOf(`${sidecar.httpUrl}/metrics`, "tollgate_sidecar_"),
+      service: () => heapOf(`${svc.url}/metrics`, ""),
+    };
     const client = createGatewayClient(sidecar.grpcAddress);
     stops.unshift(async () => client.close());
     const unary = <Res>(method: "OpenChain" | "Invoke" | "CompleteChain", req: unknown) =>
@@ -125,16 +174,24 @@ async function measure(databaseUrl: string, upstreamUrl: string) {
     );
     await sleep(IDLE_MS);
     const rest = { sidecar: rssBytes(pids.sidecar) / MiB, service: rssBytes(pids.service) / MiB };
-    const restHeap = {
-      sidecar: await heapOf(`${sidecar.httpUrl}/metrics`, "tollgate_sidecar_"),
-      service: await heapOf(`${svc.url}/metrics`, ""),
-    };
+    const restHeap = { sidecar: await metricsOf.sidecar(), service: await metricsOf.service() };
 
     const peak = { ...rest };
+    const heapPeak = {
+      sidecar: restHeap.sidecar.heap_used_mib ?? 0,
+      service: restHeap.service.heap_used_mib ?? 0,
+    };
     const sampler = setInterval(() => {
-      for (const part of ["sidecar", "service"] as const)
-        peak[part] = Math.max(peak[part], rssBytes(pids[part]) / MiB);
+      for (const part of PARTS) peak[part] = Math.max(peak[part], rssBytes(pids[part]) / MiB);
     }, SAMPLE_MS);
+    const heapSampler = setInterval(() => {
+      for (const part of PARTS)
+        metricsOf[part]().then(
+          (h) => (heapPeak[part] = Math.max(heapPeak[part], h.heap_used_mib ?? 0)),
+          () => undefined,
+        );
+    }, HEAP_SAMPLE_MS);
+    const cpuBefore = { sidecar: cpuSeconds(pids.sidecar), service: cpuSeconds(pids.service) };
     const start = performance.now();
     const until = start + seconds * 1000;
     let calls = 0;
@@ -143,13 +200,15 @@ async function measure(databaseUrl: string, upstreamUrl: string) {
       calls = counts.reduce((a, b) => a + b, 0);
     } finally {
       clearInterval(sampler);
+      clearInterval(heapSampler);
     }
     const perSecond = calls / ((performance.now() - start) / 1000);
-    const loadHeap = {
-      sidecar: await heapOf(`${sidecar.httpUrl}/metrics`, "tollgate_sidecar_"),
-      service: await heapOf(`${svc.url}/metrics`, ""),
+    const cpuPerCallUs = {
+      sidecar: ((cpuSeconds(pids.sidecar) - cpuBefore.sidecar) / calls) * 1e6,
+      service: ((cpuSeconds(pids.service) - cpuBefore.service) / calls) * 1e6,
     };
-    return { rest, peak, perSecond, restHeap, loadHeap };
+    const loadHeap = { sidecar: await metricsOf.sidecar(), service: await metricsOf.service() };
+    return { rest, peak, perSecond, cpuPerCallUs, restHeap, loadHeap, heapPeak };
   } finally {
     for (const stop of stops) await stop().catch(() => undefined);
   }
@@ -169,53 +228,100 @@ async function idleNodeRss(extra: string[]): Promise<number> {
   }
 }
 
+/** Builds the production bundles into a scratch directory inside the repository (packages resolve from its node_modules). */
+function buildIntoScratch(): string {
+  const parent = path.join(repoRoot, ".cache");
+  mkdirSync(parent, { recursive: true });
+  const dir = mkdtempSync(path.join(parent, "bench-memory-build-"));
+  execFileSync(process.execPath, ["scripts/build.mjs", "--outdir", dir], { cwd: repoRoot, stdio: "ignore" });
+  return dir;
+}
+
 async function main() {
-  progress(`memory: ${clients} agents for ${seconds}s through the sidecar, ${repeats} repeats`);
-  const databases = Array.from({ length: repeats }, (_, i) => `memory_${i + 1}`);
+  progress(
+    `memory: ${clients} agents for ${seconds}s through the sidecar, ${repeats} repeats, image build and tsx`,
+  );
+  const buildDir = buildIntoScratch();
+  const configs = configurations(buildDir);
+  const names = Object.keys(configs) as ConfigName[];
+  const databases = Array.from({ length: repeats * names.length }, (_, i) => `memory_${i + 1}`);
   const cluster = await startDatabase(databases);
   const upstream = await startEchoUpstream();
-  const runs: Awaited<ReturnType<typeof measure>>[] = [];
+  const runs: Record<ConfigName, Awaited<ReturnType<typeof measure>>[]> = { image: [], tsx: [] };
   try {
-    for (const db of databases) {
-      const r = await measure(cluster.urlOf(db), upstream.url);
-      runs.push(r);
-      progress(
-        `  run ${runs.length}: sidecar ${r.rest.sidecar.toFixed(1)} MiB at rest, ${r.peak.sidecar.toFixed(1)} MiB under load; service ${r.rest.service.toFixed(1)} MiB at rest, ${r.peak.service.toFixed(1)} MiB under load; ${r.perSecond.toFixed(0)} calls/s`,
-      );
+    for (let i = 0; i < repeats; i++) {
+      for (const [j, name] of names.entries()) {
+        const r = await measure(configs[name], cluster.urlOf(databases[i * names.length + j]!), upstream.url);
+        runs[name].push(r);
+        progress(
+          `  run ${i + 1} ${name}: sidecar ${r.rest.sidecar.toFixed(1)} MiB at rest, ${r.peak.sidecar.toFixed(1)} MiB under load (heap ≤ ${r.heapPeak.sidecar.toFixed(1)}); service ${r.rest.service.toFixed(1)} MiB at rest, ${r.peak.service.toFixed(1)} MiB under load (heap ≤ ${r.heapPeak.service.toFixed(1)}); ${r.perSecond.toFixed(0)} calls/s, CPU per call sidecar ${r.cpuPerCallUs.sidecar.toFixed(0)} µs, service ${r.cpuPerCallUs.service.toFixed(0)} µs`,
+        );
+      }
     }
   } finally {
     await upstream.close();
     await cluster.stop();
+    rmSync(buildDir, { recursive: true, force: true });
   }
   const rows: ResultRow[] = [];
-  for (const part of ["sidecar", "service"] as const) {
+  const figure = (part: Part, phase: "rest" | "peak") =>
+    `${part} RSS ${phase === "rest" ? "at rest" : `under load (max, ${clients} agents)`}`;
+  for (const part of PARTS) {
     for (const phase of ["rest", "peak"] as const) {
-      const values = runs.map((r) => r[phase][part]);
-      const value = median(values);
+      const image = runs.image.map((r) => r[phase][part]);
+      const value = median(image);
+      const baselineValue = median(runs.tsx.map((r) => r[phase][part]));
       rows.push({
         benchmark: "memory",
-        figure: `${part} RSS ${phase === "rest" ? "at rest" : `under load (max, ${clients} agents)`}`,
+        figure: figure(part, phase),
         value,
+        unit: "MiB",
+        baseline: "through tsx (npm start)",
+        baselineValue,
+        ratio: value / baselineValue,
+        better: "lower",
+        target: `≤ ${TARGETS[part]} MiB`,
+        met: value <= TARGETS[part],
+        spreadPct: spreadPct(image),
+        repeats,
+      });
+    }
+  }
+  for (const part of PARTS) {
+    for (const phase of ["rest", "peak"] as const) {
+      const tsx = runs.tsx.map((r) => r[phase][part]);
+      rows.push({
+        benchmark: "memory",
+        figure: `${figure(part, phase)}, through tsx`,
+        value: median(tsx),
         unit: "MiB",
         baseline: "—",
         baselineValue: null,
         ratio: null,
         better: "lower",
-        target: `≤ ${TARGETS[part]} MiB`,
-        met: value <= TARGETS[part],
-        spreadPct: spreadPct(values),
+        target: "—",
+        met: null,
+        spreadPct: spreadPct(tsx),
         repeats,
       });
     }
   }
+  const perConfig = <T>(pick: (r: Awaited<ReturnType<typeof measure>>) => T) =>
+    Object.fromEntries(names.map((name) => [name, runs[name].map(pick)]));
   report("memory", rows, {
     clients,
     seconds,
     node_args: nodeArgs,
+    configurations: {
+      image: { sidecar: `node ${SIDECAR_NODE_OPTIONS} dist/sidecar.js`, service: "node dist/service.js" },
+      tsx: { sidecar: "node --import tsx sidecar/main.ts", service: "node --import tsx src/service/main.ts" },
+    },
     runtime_floor_mib: { node: await idleNodeRss([]), node_tsx: await idleNodeRss(["--import", "tsx"]) },
-    calls_per_second: runs.map((r) => r.perSecond),
-    heap_at_rest: runs.map((r) => r.restHeap),
-    heap_after_load: runs.map((r) => r.loadHeap),
+    calls_per_second: perConfig((r) => r.perSecond),
+    cpu_us_per_call: perConfig((r) => r.cpuPerCallUs),
+    heap_peak_under_load_mib: perConfig((r) => r.heapPeak),
+    heap_at_rest: perConfig((r) => r.restHeap),
+    heap_after_load: perConfig((r) => r.loadHeap),
   });
 }
 

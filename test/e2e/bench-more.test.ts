@@ -1,8 +1,8 @@
 /**
  * bench/receipt, bench/grpc-passthrough and bench/memory in their small mode: each runs end to
  * end against its real parts (src/receipts; the sidecar process and a bare grpc-js server; the
- * service on real PostgreSQL and the sidecar) and writes well-formed results. No timing is
- * asserted.
+ * service on real PostgreSQL and the sidecar, built and through tsx) and writes well-formed
+ * results. No timing is asserted.
  */
 import { spawnSync } from "node:child_process";
 import { readFileSync } from "node:fs";
@@ -84,20 +84,26 @@ describe("bench/grpc-passthrough --quick", () => {
 });
 
 describe("bench/memory --quick", () => {
-  it("reads the RSS of the service and the sidecar at rest and under load", () => {
+  it("reads the RSS of the service and the sidecar at rest and under load, as built and through tsx", () => {
     const rows = runQuick("memory");
-    expect(rows.map((r) => r.figure)).toEqual([
+    const figures = [
       "sidecar RSS at rest",
       "sidecar RSS under load (max, 4 agents)",
       "service RSS at rest",
       "service RSS under load (max, 4 agents)",
-    ]);
-    for (const row of rows) {
-      expect(row).toMatchObject({ unit: "MiB", baselineValue: null, ratio: null });
+    ];
+    expect(rows.map((r) => r.figure)).toEqual([...figures, ...figures.map((f) => `${f}, through tsx`)]);
+    // The image configuration against the tsx one of the same run, with the targets.
+    for (const row of rows.slice(0, 4)) {
+      expect(row.unit).toBe("MiB");
+      expect(row.ratio).toBeCloseTo(row.value / row.baselineValue!, 6);
       expect(typeof row.met).toBe("boolean");
     }
+    for (const [i, row] of rows.slice(4).entries()) {
+      expect(row).toMatchObject({ unit: "MiB", baselineValue: null, ratio: null, met: null });
+      expect(row.value).toBe(rows[i]!.baselineValue);
+    }
     // The maximum under load includes the reading at rest.
-    expect(rows[1]!.value).toBeGreaterThanOrEqual(rows[0]!.value);
-    expect(rows[3]!.value).toBeGreaterThanOrEqual(rows[2]!.value);
+    for (const i of [0, 2, 4, 6]) expect(rows[i + 1]!.value).toBeGreaterThanOrEqual(rows[i]!.value);
   });
 });

@@ -13,6 +13,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { parseAllDocuments, parse as parseYaml } from "yaml";
 import { operatorRbac } from "../../operator/rbac.js";
 import { sidecarInjectorConfiguration } from "../../operator/webhook/configuration.js";
+import { SIDECAR_NODE_OPTIONS } from "../../operator/webhook/patch.js";
 import { type ControlPlane, startControlPlane } from "../support/controlplane.js";
 import { kubectl } from "../support/kubectl.js";
 
@@ -271,10 +272,14 @@ describe("charts/tollgate", () => {
       dockerfile.split(/^FROM /m).find((s) => s.includes(` AS ${name}\n`)) ?? "";
     const cmd = (name: string) => JSON.parse(stage(name).match(/^CMD (\[.*\])$/m)?.[1] ?? "null");
     expect(cmd("tollgate")).toEqual(values.service.command);
-    expect(cmd("sidecar")).toEqual(["node", "--import", "tsx", "sidecar/main.ts"]);
-    // The operator runs from the same image with its own command; its entry point is in the image.
-    expect(values.operator.command).toEqual(["node", "--import", "tsx", "operator/main.ts"]);
-    expect(stage("base")).toMatch(/^COPY operator \.\/operator$/m);
+    expect(cmd("sidecar")).toEqual(["node", "dist/sidecar.js"]);
+    // The operator runs from the same image with its own command; its bundle is in the image.
+    expect(values.operator.command).toEqual(["node", "dist/operator.js"]);
+    expect(stage("base")).toMatch(/^COPY --from=build \/app\/dist \.\/dist$/m);
+    expect(stage("build")).toMatch(/^RUN npm run build$/m);
+    // The sidecar image defaults to the V8 flags the webhook injects.
+    const nodeOptions = stage("sidecar").match(/^ENV NODE_OPTIONS="(.*)"$/m)?.[1];
+    expect(nodeOptions).toBe(SIDECAR_NODE_OPTIONS);
     const user = stage("base").match(/^USER (\d+):(\d+)$/m);
     expect(user?.slice(1).map(Number)).toEqual([
       values.podSecurityContext.runAsUser,

@@ -103,6 +103,7 @@ describe("the sidecar-injecting webhook behind a real API server", () => {
       TOLLGATE_AGENT_NAME: "billing-agent",
       TOLLGATE_GRPC_ADDRESS: "127.0.0.1:50051",
       TOLLGATE_HTTP_ADDRESS: "127.0.0.1:9090",
+      NODE_OPTIONS: "--max-semi-space-size=1 --max-old-space-size=128",
     });
     expect(stored.spec.volumes).toEqual(
       expect.arrayContaining([

@@ -135,6 +135,7 @@ describe("buildInjection", () => {
       TOLLGATE_AGENT_NAME: "payer",
       TOLLGATE_GRPC_ADDRESS: "127.0.0.1:50051",
       TOLLGATE_HTTP_ADDRESS: "127.0.0.1:9090",
+      NODE_OPTIONS: "--max-semi-space-size=1 --max-old-space-size=128",
     });
   });
 
