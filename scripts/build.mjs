@@ -138,6 +138,9 @@ async function build(outdir) {
     esbuild.build({
       ...common,
       outdir,
+      // Code behind a dynamic import() (the sidecar's MCP SDK, loaded only for an MCP upstream)
+      // goes to its own chunk-*.js instead of being evaluated with the entry.
+      splitting: true,
       entryPoints: [
         ...Object.entries(ENTRIES).map(([out, src]) => ({ out, in: path.join(root, src) })),
         ...[...preludes].map(([src, out]) => ({ out, in: src })),

@@ -17,11 +17,10 @@ import { Governor } from "./governor.js";
 import { bindGrpc, createGrpcServer } from "./grpc.js";
 import { createHttpServer, listenHttp, type Readiness } from "./http.js";
 import { createLogger, type Logger } from "./logger.js";
-import { McpFace } from "./mcp-face.js";
 import { createMetrics, type Metrics } from "./metrics.js";
 import { SERVICE_NAME } from "./proto.js";
 import { createServiceFetch } from "./service-fetch.js";
-import { createUpstreams, McpUpstream, type Upstream } from "./upstreams/index.js";
+import { createUpstreams, type Upstream } from "./upstreams/index.js";
 
 /** Options of startSidecar. */
 export interface StartOptions {
@@ -72,7 +71,7 @@ export async function startSidecar(opts: StartOptions): Promise<Sidecar> {
     { fetch: createServiceFetch(), ...opts.sdkInternals },
   );
   const metrics = createMetrics({ defaultMetrics: opts.defaultMetrics });
-  const upstreams = createUpstreams(config.upstreams, log);
+  const upstreams = await createUpstreams(config.upstreams, log);
   await Promise.all(
     [...upstreams.values()].map((u) =>
       u
@@ -95,16 +94,19 @@ export async function startSidecar(opts: StartOptions): Promise<Sidecar> {
     log,
   });
   const mcpUpstream = config.mcpUpstream ? upstreams.get(config.mcpUpstream) : undefined;
-  const mcp =
-    mcpUpstream instanceof McpUpstream
-      ? new McpFace({
-          governor,
-          upstream: mcpUpstream,
-          agentName: config.agentName,
-          maxPayloadBytes: config.maxPayloadBytes,
-          log,
-        })
-      : null;
+  // Loaded only for an MCP upstream, as the MCP SDK it needs (see createUpstreams).
+  const mcp = mcpUpstream
+    ? await import("./mcp-face.js").then(
+        ({ McpFace }) =>
+          new McpFace({
+            governor,
+            upstream: mcpUpstream as import("./upstreams/mcp.js").McpUpstream,
+            agentName: config.agentName,
+            maxPayloadBytes: config.maxPayloadBytes,
+            log,
+          }),
+      )
+    : null;
 
   let draining = false;
   const readiness = (): Readiness => {

@@ -2,19 +2,24 @@
 import type { UpstreamConfig } from "../config.js";
 import type { Logger } from "../logger.js";
 import { HttpUpstream } from "./http.js";
-import { McpUpstream } from "./mcp.js";
 import type { Upstream } from "./types.js";
 
 export { HttpUpstream } from "./http.js";
-export { McpUpstream } from "./mcp.js";
 export * from "./types.js";
 
-/** One Upstream per configuration entry, keyed by name (names are unique, see config.ts). */
-export function createUpstreams(configs: readonly UpstreamConfig[], log: Logger): Map<string, Upstream> {
+/**
+ * One Upstream per configuration entry, keyed by name (names are unique, see config.ts). The
+ * MCP SDK loads only when an mcp upstream is configured: it is ~8 MiB of a sidecar's memory.
+ */
+export async function createUpstreams(
+  configs: readonly UpstreamConfig[],
+  log: Logger,
+): Promise<Map<string, Upstream>> {
+  const mcp = configs.some((c) => c.type === "mcp") ? await import("./mcp.js") : null;
   return new Map(
     configs.map((c): [string, Upstream] => [
       c.name,
-      c.type === "http" ? new HttpUpstream(c) : new McpUpstream(c, log),
+      c.type === "http" ? new HttpUpstream(c) : new mcp!.McpUpstream(c, log),
     ]),
   );
 }
