@@ -41,6 +41,8 @@ export interface SidecarProcessOptions {
   entry?: string[];
   /** More environment (e.g. NODE_ENV). */
   env?: Record<string, string>;
+  /** The checkout to run (default this one), e.g. an older version to compare against. */
+  root?: string;
 }
 
 /** Starts the sidecar; resolves when /readyz answers 200. */
@@ -51,7 +53,7 @@ export async function startSidecarProcess(opts: SidecarProcessOptions): Promise<
   const [grpcPort, httpPort] = [await freePort(), await freePort()];
   const entry = opts.entry ?? ["--import", "tsx", "sidecar/main.ts"];
   const proc = spawn(process.execPath, [...(opts.nodeArgs ?? []), ...entry], {
-    cwd: repoRoot,
+    cwd: opts.root ?? repoRoot,
     env: {
       PATH: process.env.PATH ?? "",
       TOLLGATE_SERVICE_URL: opts.serviceUrl,

@@ -2,13 +2,11 @@
  * The parts bench/sidecar-overhead runs besides the service: the local HTTP tool (upstream),
  * the direct call to it, the sidecar as its own process, and per-process CPU readings.
  */
-import { type ChildProcess, execFileSync, spawn } from "node:child_process";
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+
+import { execFileSync } from "node:child_process";
+import { readFileSync } from "node:fs";
 import http from "node:http";
-import os from "node:os";
-import path from "node:path";
-import { freePort } from "../../test/support/postgres.js";
-import { repoRoot } from "../lib/parts.js";
+import { type SidecarProcess, startSidecarProcess as startSidecar } from "../lib/sidecar-process.js";
 
 /** The local HTTP tool: echoes the JSON body. */
 export async function startUpstream(): Promise<{ url: string; close(): Promise<void> }> {
@@ -63,71 +61,27 @@ export function directCall(url: URL, agent: http.Agent, body: string): Promise<v
   });
 }
 
-/** A running sidecar process. */
-export interface SidecarProcess {
-  grpcAddress: string;
-  httpUrl: string;
-  proc: ChildProcess;
-  stop(): Promise<void>;
-}
+export type { SidecarProcess } from "../lib/sidecar-process.js";
 
 /**
  * The sidecar as its own process (`node --import tsx sidecar/main.ts` in `root`, default this
- * checkout; with --cpu-prof into `profileDir` when given); resolves when /readyz answers.
+ * checkout; with --cpu-prof into `profileDir` when given) with the local tool as its one http
+ * upstream, named "tool"; resolves when /readyz answers.
  */
-export async function startSidecarProcess(opts: {
+export function startSidecarProcess(opts: {
   serviceUrl: string;
   apiKey: string;
   upstreamUrl: string;
   profileDir: string | null;
   root?: string;
 }): Promise<SidecarProcess> {
-  const dir = mkdtempSync(path.join(os.tmpdir(), "tg-bench-sidecar-"));
-  const keyFile = path.join(dir, "api-key");
-  writeFileSync(keyFile, opts.apiKey, { mode: 0o600 });
-  const [grpcPort, httpPort] = [await freePort(), await freePort()];
-  const nodeArgs = opts.profileDir ? ["--cpu-prof", `--cpu-prof-dir=${opts.profileDir}`] : [];
-  const proc = spawn(process.execPath, [...nodeArgs, "--import", "tsx", "sidecar/main.ts"], {
-    cwd: opts.root ?? repoRoot,
-    env: {
-      PATH: process.env.PATH ?? "",
-      TOLLGATE_SERVICE_URL: opts.serviceUrl,
-      TOLLGATE_API_KEY_FILE: keyFile,
-      TOLLGATE_GRPC_ADDRESS: `127.0.0.1:${grpcPort}`,
-      TOLLGATE_HTTP_ADDRESS: `127.0.0.1:${httpPort}`,
-      TOLLGATE_UPSTREAMS: JSON.stringify([{ name: "tool", type: "http", url: opts.upstreamUrl }]),
-      LOG_LEVEL: "warn",
-    },
-    stdio: ["ignore", "ignore", "pipe"],
+  return startSidecar({
+    serviceUrl: opts.serviceUrl,
+    apiKey: opts.apiKey,
+    upstreams: [{ name: "tool", type: "http", url: opts.upstreamUrl }],
+    nodeArgs: opts.profileDir ? ["--cpu-prof", `--cpu-prof-dir=${opts.profileDir}`] : [],
+    ...(opts.root && { root: opts.root }),
   });
-  let stderr = "";
-  proc.stderr!.on("data", (d) => (stderr = (stderr + d).slice(-4000)));
-  const httpUrl = `http://127.0.0.1:${httpPort}`;
-  const deadline = Date.now() + 60_000;
-  for (;;) {
-    if (proc.exitCode !== null) throw new Error(`sidecar exited:\n${stderr}`);
-    const ok = await fetch(`${httpUrl}/readyz`).then(
-      (r) => r.ok,
-      () => false,
-    );
-    if (ok) break;
-    if (Date.now() > deadline) {
-      proc.kill("SIGKILL");
-      throw new Error(`sidecar not ready:\n${stderr}`);
-    }
-    await new Promise((r) => setTimeout(r, 100));
-  }
-  return {
-    grpcAddress: `127.0.0.1:${grpcPort}`,
-    httpUrl,
-    proc,
-    async stop() {
-      const exited = new Promise((r) => proc.once("exit", r));
-      proc.kill("SIGTERM");
-      await exited;
-      rmSync(dir, { recursive: true, force: true });
-    },
-  };
 }
 
 /** Kernel clock ticks per second (the unit of /proc/<pid>/stat times). */
