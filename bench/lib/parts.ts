@@ -2,9 +2,8 @@
  * Real parts for benchmarks: a throwaway PostgreSQL cluster, pgbench baselines, and the
  * governance service as a separate process (so the load generator does not share its event loop).
  */
-import { type ChildProcess, execFileSync, spawn } from "node:child_process";
+import { type ChildProcess, spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
@@ -23,54 +22,6 @@ export async function startDatabase(
   for (const db of databases) await c.query(`CREATE DATABASE ${db}`);
   await c.end();
   return { ...cluster, urlOf: (db: string) => cluster.url.replace(/\/[^/]*$/, `/${db}`) };
-}
-
-/**
- * pgbench insert-only run: single-row INSERTs into a small table, `clients` connections,
- * `seconds` long. Returns transactions per second (excluding connection time) and the
- * latency average in ms.
- */
-export function pgbenchInsert(
-  cluster: PostgresCluster,
-  db: string,
-  clients: number,
-  seconds: number,
-): { tps: number; latencyMs: number } {
-  const url = cluster.url.replace(/\/[^/]*$/, `/${db}`);
-  const c = execFileSync(path.join(cluster.binDir, "psql"), [
-    url,
-    "-qc",
-    "CREATE TABLE IF NOT EXISTS bench_rows (id bigserial PRIMARY KEY, v double precision, at timestamptz DEFAULT now())",
-  ]);
-  void c;
-  const script = path.join(os.tmpdir(), `tg-pgbench-${process.pid}.sql`);
-  writeFileSync(script, "INSERT INTO bench_rows (v) VALUES (random());\n");
-  const out = execFileSync(
-    path.join(cluster.binDir, "pgbench"),
-    [
-      "-n",
-      "-c",
-      String(clients),
-      "-j",
-      String(Math.min(clients, 2)),
-      "-T",
-      String(seconds),
-      "-f",
-      script,
-      "-h",
-      "127.0.0.1",
-      "-p",
-      String(cluster.port),
-      "-U",
-      "postgres",
-      db,
-    ],
-    { encoding: "utf8" },
-  );
-  const tps = Number(/tps = ([\d.]+) \(without initial connection time\)/.exec(out)?.[1]);
-  const latencyMs = Number(/latency average = ([\d.]+) ms/.exec(out)?.[1]);
-  if (!Number.isFinite(tps)) throw new Error(`could not parse pgbench output:\n${out}`);
-  return { tps, latencyMs };
 }
 
 /** The governance service running as its own process against PostgreSQL. */

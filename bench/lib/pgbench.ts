@@ -1,8 +1,8 @@
 /**
- * pgbench latency percentiles: the PostgreSQL floor that latency targets are set against
- * (issue 9: "added p99 ≤ 2× pgbench single-client p99"). pgbench prints only the average
- * latency, so this runs it with a per-transaction log (`-l`) and reads the percentiles from
- * the logged latencies.
+ * pgbench baselines on the benchmark's own PostgreSQL: insert-only throughput (record-action's
+ * baseline) and latency percentiles, the floor latency targets are set against (issue 9:
+ * "added p99 ≤ 2× pgbench single-client p99"). pgbench prints only the average latency, so
+ * the percentiles come from a per-transaction log (`-l`).
  */
 import { execFileSync } from "node:child_process";
 import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
@@ -23,9 +23,25 @@ export interface PgbenchLatency {
 }
 
 /**
- * Single-row INSERTs into a small table (the statement pgbenchInsert in parts.ts runs) from
- * `clients` connections (default 1: the single-client baseline) for `seconds`, each
- * transaction's latency logged. The table is created when missing.
+ * pgbench insert-only throughput: single-row INSERTs from `clients` connections for `seconds`,
+ * without a transaction log (logging would slow the baseline down). Returns transactions per
+ * second (excluding connection time) and pgbench's average latency in ms.
+ * @throws Error when pgbench fails or its output cannot be parsed.
+ */
+export function pgbenchInsert(
+  cluster: PostgresCluster,
+  db: string,
+  clients: number,
+  seconds: number,
+): { tps: number; latencyMs: number } {
+  const { tps, latencyMs } = runInsert(cluster, db, clients, seconds, false);
+  return { tps, latencyMs };
+}
+
+/**
+ * Single-row INSERTs into a small table from `clients` connections (default 1: the
+ * single-client baseline) for `seconds`, each transaction's latency logged. The table is
+ * created when missing.
  * @throws Error when pgbench fails or its output cannot be parsed.
  */
 export function pgbenchInsertLatency(
@@ -34,6 +50,17 @@ export function pgbenchInsertLatency(
   seconds: number,
   clients = 1,
 ): PgbenchLatency {
+  const r = runInsert(cluster, db, clients, seconds, true);
+  return { ...r.percentiles!, tps: r.tps };
+}
+
+function runInsert(
+  cluster: PostgresCluster,
+  db: string,
+  clients: number,
+  seconds: number,
+  log: boolean,
+): { tps: number; latencyMs: number; percentiles: Omit<PgbenchLatency, "tps"> | null } {
   const url = cluster.url.replace(/\/[^/]*$/, `/${db}`);
   execFileSync(path.join(cluster.binDir, "psql"), [
     url,
@@ -56,8 +83,7 @@ export function pgbenchInsertLatency(
         String(seconds),
         "-f",
         script,
-        "-l",
-        `--log-prefix=${path.join(dir, "tx")}`,
+        ...(log ? ["-l", `--log-prefix=${path.join(dir, "tx")}`] : []),
         "-h",
         "127.0.0.1",
         "-p",
@@ -69,7 +95,9 @@ export function pgbenchInsertLatency(
       { encoding: "utf8" },
     );
     const tps = Number(/tps = ([\d.]+) \(without initial connection time\)/.exec(out)?.[1]);
+    const latencyMs = Number(/latency average = ([\d.]+) ms/.exec(out)?.[1]);
     if (!Number.isFinite(tps)) throw new Error(`could not parse pgbench output:\n${out}`);
+    if (!log) return { tps, latencyMs, percentiles: null };
     // One file per pgbench thread; a line is `client_id tx_no latency_us script_no epoch epoch_us`.
     const h = latencyHistogram();
     for (const file of readdirSync(dir).filter((f) => f.startsWith("tx"))) {
@@ -80,7 +108,7 @@ export function pgbenchInsertLatency(
     }
     if (h.totalCount === 0) throw new Error(`pgbench logged no transactions:\n${out}`);
     const p = percentilesMs(h);
-    return { p50: p.p50, p99: p.p99, max: p.max, count: p.count, tps };
+    return { tps, latencyMs, percentiles: { p50: p.p50, p99: p.p99, max: p.max, count: p.count } };
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }

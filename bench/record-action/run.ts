@@ -8,7 +8,8 @@
  */
 import { parseArgs } from "node:util";
 import { benchClient } from "../lib/http.js";
-import { api, benchOrg, pgbenchInsert, startDatabase, startServiceProcess } from "../lib/parts.js";
+import { api, benchOrg, startDatabase, startServiceProcess } from "../lib/parts.js";
+import { pgbenchInsert } from "../lib/pgbench.js";
 import { progress, report } from "../lib/report.js";
 import { latencyHistogram, median, percentilesMs, type ResultRow, spreadPct } from "../lib/stats.js";
 
