@@ -18,10 +18,10 @@ import { ApprovalListener } from "./domain/approval-listener.js";
 import { ApprovalWaiters } from "./domain/approval-waiters.js";
 import { escalateApprovalJob, timeoutApprovalJob } from "./domain/approvals.js";
 import { ChainStateCache } from "./domain/chain-state.js";
-import { RecordBatcher } from "./domain/record-batch.js";
 import { type JobHandler, Scheduler } from "./domain/jobs.js";
 import { SigningKeys } from "./domain/keys.js";
 import { OrgConfigCache } from "./domain/orgs.js";
+import { RecordBatcher } from "./domain/record-batch.js";
 import { ApiError, errorBody } from "./errors.js";
 import { createLogger, type Logger } from "./logger.js";
 import { createMetrics } from "./metrics.js";
@@ -78,7 +78,10 @@ export async function buildService(opts: ServiceOptions): Promise<Service> {
     configs: new OrgConfigCache(),
     chains: new ChainStateCache(),
     // PGlite serves one connection: one statement at a time, batches grow instead.
-    recordWriter: new RecordBatcher(opts.db, { maxInFlight: opts.db.kind === "pglite" ? 1 : 2, maxBatch: 64 }),
+    recordWriter: new RecordBatcher(opts.db, {
+      maxInFlight: opts.db.kind === "pglite" ? 1 : 2,
+      maxBatch: 64,
+    }),
     apiKeys: new ApiKeyCache(),
     keys: new SigningKeys(opts.db, opts.masterKey, clock),
     approvalWaiters: new ApprovalWaiters(),

@@ -7,8 +7,8 @@ import type { Database } from "./db/pool.js";
 import type { ApprovalWaiters } from "./domain/approval-waiters.js";
 import type { ChainStateCache } from "./domain/chain-state.js";
 import type { SigningKeys } from "./domain/keys.js";
-import type { RecordBatcher } from "./domain/record-batch.js";
 import type { OrgConfigCache } from "./domain/orgs.js";
+import type { RecordBatcher } from "./domain/record-batch.js";
 import type { Logger } from "./logger.js";
 import type { Metrics } from "./metrics.js";
 

@@ -213,7 +213,12 @@ describe("safety", () => {
 describe("token counts", () => {
   it("keeps numeric LLM token counts but redacts strings under those keys", async () => {
     const { sanitizePayload } = await import("../../../src/policy/sanitize.js");
-    const out = sanitizePayload({ input_tokens: 10, usage: { completion_tokens: 5 }, refresh_token: "abc", prompt_tokens: "x" });
+    const out = sanitizePayload({
+      input_tokens: 10,
+      usage: { completion_tokens: 5 },
+      refresh_token: "abc",
+      prompt_tokens: "x",
+    });
     expect(out.payload).toEqual({
       input_tokens: 10,
       usage: { completion_tokens: 5 },
