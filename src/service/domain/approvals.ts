@@ -344,7 +344,7 @@ export async function escalateApprovalJob(db: Database, approvalId: string, nowM
       approvalId,
     ]);
     const a = rows[0];
-    if (!a || a.status !== "pending" || a.escalated_at) return 0;
+    if (a?.status !== "pending" || a.escalated_at) return 0;
     await q.query("UPDATE approvals SET escalated_at = $2 WHERE id = $1", [a.id, new Date(nowMs)]);
     const { fallback } = await approverRecipients(q, a.org_id);
     return enqueueApprovalMail(q, a.org_id, a.id, fallback, "approval_escalated", nowMs);
