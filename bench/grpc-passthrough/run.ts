@@ -37,8 +37,9 @@ import { gatewayService } from "../../sidecar/proto.js";
 import { jsonToStruct } from "../../sidecar/struct.js";
 import { freePort } from "../../test/support/postgres.js";
 import { repoRoot } from "../lib/parts.js";
+import { cpuSeconds } from "../lib/proc.js";
 import { progress, report } from "../lib/report.js";
-import { cpuSeconds, startSidecarProcess } from "../lib/sidecar-process.js";
+import { startSidecarProcess } from "../lib/sidecar-process.js";
 import { median, type ResultRow, spreadPct } from "../lib/stats.js";
 
 const { values: args } = parseArgs({

@@ -13,6 +13,7 @@ import path from "node:path";
 import { type ControlPlane, freePorts, startControlPlane } from "../../test/support/controlplane.js";
 import { kubectl } from "../../test/support/kubectl.js";
 import { repoRoot } from "./parts.js";
+import { procStat } from "./proc.js";
 
 /** Namespace the operator runs in (Lease, webhook TLS Secret). */
 export const OPERATOR_NAMESPACE = "tollgate-system";
@@ -222,7 +223,7 @@ export interface ProcStat {
   cpuMs: number;
 }
 
-/** Every readable process of /proc (empty where there is no /proc). Clock ticks taken as 100 Hz. */
+/** Every readable process of /proc (empty where there is no /proc). */
 export function processes(): ProcStat[] {
   let pids: string[];
   try {
@@ -233,16 +234,9 @@ export function processes(): ProcStat[] {
   const out: ProcStat[] = [];
   for (const pid of pids) {
     try {
-      const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
-      // Fields after the parenthesised command name: state ppid ... utime(14) stime(15).
-      const f = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+      const stat = procStat(Number(pid));
       const cmdline = readFileSync(`/proc/${pid}/cmdline`, "utf8").replace(/\0/g, " ");
-      out.push({
-        pid: Number(pid),
-        ppid: Number(f[1]),
-        cmdline,
-        cpuMs: (Number(f[11]) + Number(f[12])) * 10,
-      });
+      out.push({ pid: Number(pid), ppid: stat.ppid, cmdline, cpuMs: (stat.userUs + stat.systemUs) / 1000 });
     } catch {
       // exited meanwhile
     }

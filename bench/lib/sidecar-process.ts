@@ -6,7 +6,7 @@
  * readings from /proc (Linux): resident memory and CPU time.
  */
 import { type ChildProcess, spawn } from "node:child_process";
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import http from "node:http";
 import os from "node:os";
 import path from "node:path";
@@ -109,7 +109,8 @@ export async function startEchoUpstream(): Promise<{ url: string; close(): Promi
       res.end(out);
     });
   });
-  server.keepAliveTimeout = 60_000;
+  // Longer than any run: the clients, not this server, decide when an idle socket goes.
+  server.keepAliveTimeout = 600_000;
   await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
   return {
     url: `http://127.0.0.1:${(server.address() as { port: number }).port}/tool`,
@@ -119,22 +120,3 @@ export async function startEchoUpstream(): Promise<{ url: string; close(): Promi
     },
   };
 }
-
-/** Resident set size of process `pid` in bytes (VmRSS of /proc/<pid>/status). */
-export function rssBytes(pid: number): number {
-  const status = readFileSync(`/proc/${pid}/status`, "utf8");
-  const kib = /^VmRSS:\s+(\d+) kB$/m.exec(status)?.[1];
-  if (kib === undefined) throw new Error(`no VmRSS for process ${pid}`);
-  return Number(kib) * 1024;
-}
-
-/** User + system CPU time of process `pid` (all its threads) in seconds, from /proc/<pid>/stat. */
-export function cpuSeconds(pid: number): number {
-  const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
-  // Fields after the parenthesized command name; utime and stime are fields 14 and 15.
-  const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-  return (Number(fields[11]) + Number(fields[12])) / clockTicks;
-}
-
-/** USER_HZ: the unit of /proc CPU times; 100 on every Linux this runs on. */
-const clockTicks = 100;

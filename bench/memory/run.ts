@@ -40,8 +40,9 @@ import type { InvokeResponse__Output } from "../../sidecar/generated/tollgate/v1
 import { createGatewayClient } from "../../sidecar/proto.js";
 import { jsonToStruct } from "../../sidecar/struct.js";
 import { benchOrg, repoRoot, startDatabase, startServiceProcess } from "../lib/parts.js";
+import { cpuSeconds, rssBytes } from "../lib/proc.js";
 import { progress, report } from "../lib/report.js";
-import { cpuSeconds, rssBytes, startEchoUpstream, startSidecarProcess } from "../lib/sidecar-process.js";
+import { startEchoUpstream, startSidecarProcess } from "../lib/sidecar-process.js";
 import { median, type ResultRow, spreadPct } from "../lib/stats.js";
 
 const { values: args } = parseArgs({

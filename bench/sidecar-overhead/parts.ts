@@ -1,36 +1,10 @@
 /**
- * The parts bench/sidecar-overhead runs besides the service: the local HTTP tool (upstream),
- * the direct call to it, the sidecar as its own process, and per-process CPU readings.
+ * The parts bench/sidecar-overhead runs besides the service and the tool (bench/lib):
+ * the direct call to the tool, the sidecar as its own process, and metrics reads.
  */
 
-import { execFileSync } from "node:child_process";
-import { readFileSync } from "node:fs";
 import http from "node:http";
 import { type SidecarProcess, startSidecarProcess as startSidecar } from "../lib/sidecar-process.js";
-
-/** The local HTTP tool: echoes the JSON body. */
-export async function startUpstream(): Promise<{ url: string; close(): Promise<void> }> {
-  const server = http.createServer((req, res) => {
-    const chunks: Buffer[] = [];
-    req.on("data", (c: Buffer) => chunks.push(c));
-    req.on("end", () => {
-      const body = Buffer.concat(chunks).toString("utf8");
-      const out = `{"ok":true,"echo":${body || "null"}}`;
-      res.writeHead(200, { "content-type": "application/json", "content-length": Buffer.byteLength(out) });
-      res.end(out);
-    });
-  });
-  // Longer than any run: the clients, not this server, decide when an idle socket goes.
-  server.keepAliveTimeout = 600_000;
-  await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
-  return {
-    url: `http://127.0.0.1:${(server.address() as { port: number }).port}/tool`,
-    close: async () => {
-      server.closeAllConnections();
-      await new Promise((r) => server.close(r));
-    },
-  };
-}
 
 /** One direct call: the same request the sidecar's http upstream makes. */
 export function directCall(url: URL, agent: http.Agent, body: string): Promise<void> {
@@ -82,34 +56,6 @@ export function startSidecarProcess(opts: {
     nodeArgs: opts.profileDir ? ["--cpu-prof", `--cpu-prof-dir=${opts.profileDir}`] : [],
     ...(opts.root && { root: opts.root }),
   });
-}
-
-/** Kernel clock ticks per second (the unit of /proc/<pid>/stat times). */
-const clockTicks = (() => {
-  try {
-    return Number(execFileSync("getconf", ["CLK_TCK"], { encoding: "utf8" }).trim()) || 100;
-  } catch {
-    return 100;
-  }
-})();
-
-/** CPU time a process has used so far, in µs (user and system, all threads). */
-export interface CpuTime {
-  userUs: number;
-  systemUs: number;
-}
-
-/**
- * A process's CPU time so far, from /proc/<pid>/stat (Linux; resolution one clock tick, 10 ms:
- * read it over many calls).
- */
-export function processCpu(pid: number): CpuTime {
-  const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
-  // Fields after the parenthesized command name (which may contain spaces); utime and stime
-  // are fields 14 and 15 of the whole line.
-  const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-  const us = (ticks: string | undefined) => (Number(ticks) / clockTicks) * 1e6;
-  return { userUs: us(fields[11]), systemUs: us(fields[12]) };
 }
 
 /**

@@ -57,19 +57,12 @@ import { jsonToStruct } from "../../sidecar/struct.js";
 import { Chain, createConfig } from "../../src/sdk/index.js";
 import { api, benchOrg, repoRoot, startDatabase, startServiceProcess } from "../lib/parts.js";
 import { type PgbenchLatency, pgbenchInsertLatency } from "../lib/pgbench.js";
+import { type CpuTime, processCpu } from "../lib/proc.js";
 import { type RateResult, runAtRate } from "../lib/rate.js";
 import { progress, report } from "../lib/report.js";
+import { startEchoUpstream } from "../lib/sidecar-process.js";
 import { latencyHistogram, median, percentilesMs, type ResultRow, spreadPct } from "../lib/stats.js";
-import {
-  type CpuTime,
-  directCall,
-  getText,
-  meanMs,
-  processCpu,
-  type SidecarProcess,
-  startSidecarProcess,
-  startUpstream,
-} from "./parts.js";
+import { directCall, getText, meanMs, type SidecarProcess, startSidecarProcess } from "./parts.js";
 
 const { values: args } = parseArgs({
   options: {
@@ -180,7 +173,7 @@ async function main() {
   stops.push(() => cluster.stop());
   const svc = await startServiceProcess(cluster.urlOf("tollgate"));
   stops.push(() => svc.stop());
-  const upstream = await startUpstream();
+  const upstream = await startEchoUpstream();
   stops.push(() => upstream.close());
   const profileDir = args.profile ? path.join(repoRoot, "bench/results/profiles/sidecar-overhead") : null;
   if (profileDir) mkdirSync(profileDir, { recursive: true });
