@@ -269,6 +269,12 @@ function result(
   };
 }
 
+/** The action with its payload sanitized and truncated server-side (spec defaults). */
+const sanitizedAction = (action: Action): Action => ({
+  ...action,
+  payload: sanitizePayload(action.payload ?? {}, { maxStringLength: MAX_PAYLOAD_STRING_LENGTH }).payload,
+});
+
 /** What recordAction needs besides the action. */
 export interface RecordContext {
   orgId: string;
@@ -302,10 +308,7 @@ export async function recordAction(
   opts: RecordContext & { action: Action },
 ): Promise<RecordResult> {
   const nowMs = opts.clock.nowMs();
-  const { payload } = sanitizePayload(opts.action.payload ?? {}, {
-    maxStringLength: MAX_PAYLOAD_STRING_LENGTH,
-  });
-  const action: Action = { ...opts.action, payload };
+  const action = sanitizedAction(opts.action);
   for (let attempt = 0; attempt < 3; attempt++) {
     const state =
       (attempt === 0 && opts.chains.get(opts.chainId, opts.orgId)) || (await readChainState(db, opts));
@@ -338,12 +341,9 @@ export async function previewAction(
   opts: Pick<RecordContext, "orgId" | "chainId" | "clock" | "configs" | "keyId"> & { action: Action },
 ): Promise<PreviewResult> {
   const nowMs = opts.clock.nowMs();
-  const { payload } = sanitizePayload(opts.action.payload ?? {}, {
-    maxStringLength: MAX_PAYLOAD_STRING_LENGTH,
-  });
   const state = await readChainState(db, opts);
   assertAcceptsActions(state.row);
-  const { ev } = await evaluateAction(db, state, { ...opts.action, payload }, opts.configs, nowMs);
+  const { ev } = await evaluateAction(db, state, sanitizedAction(opts.action), opts.configs, nowMs);
   return { ...ev.decision, chain_id: state.row.id, category: ev.category, recorded: false };
 }
 
