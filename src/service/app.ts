@@ -77,11 +77,7 @@ export async function buildService(opts: ServiceOptions): Promise<Service> {
     log,
     configs: new OrgConfigCache(),
     chains: new ChainStateCache(),
-    // PGlite serves one connection: one statement at a time, batches grow instead.
-    recordWriter: new RecordBatcher(opts.db, {
-      maxInFlight: opts.db.kind === "pglite" ? 1 : 2,
-      maxBatch: 64,
-    }),
+    recordWriter: new RecordBatcher(opts.db),
     apiKeys: new ApiKeyCache(),
     keys: new SigningKeys(opts.db, opts.masterKey, clock),
     approvalWaiters: new ApprovalWaiters(),

@@ -426,7 +426,7 @@ async function writeGuarded(
   if (!written) return null;
   const { row_xmin, ...row } = written;
   return {
-    state: { row: row as unknown as ChainRow, xmin: row_xmin, org, merged: state.merged },
+    state: { row: { ...chain, ...row } as ChainRow, xmin: row_xmin, org, merged: state.merged },
     result: result(ev, ids, null, status),
   };
 }
