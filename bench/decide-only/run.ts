@@ -7,12 +7,9 @@
  *
  *   npx tsx bench/decide-only/run.ts [--clients 16] [--seconds 5] [--repeats 3] [--quick]
  */
-import { spawn } from "node:child_process";
-import path from "node:path";
-import { createInterface } from "node:readline";
 import { parseArgs } from "node:util";
 import { benchClient } from "../lib/http.js";
-import { api, benchOrg, repoRoot, startDatabase, startServiceProcess } from "../lib/parts.js";
+import { api, benchOrg, startDatabase, startScript, startServiceProcess } from "../lib/parts.js";
 import { progress, report } from "../lib/report.js";
 import { median, type ResultRow, spreadPct } from "../lib/stats.js";
 
@@ -55,35 +52,11 @@ async function load(
   return done / ((performance.now() - start) / 1000);
 }
 
-/** Starts the hello-world baseline server; resolves with its origin and a stop function. */
-async function startHello(): Promise<{ origin: string; stop(): Promise<void> }> {
-  const proc = spawn(
-    process.execPath,
-    ["--import", "tsx", path.join(repoRoot, "bench/decide-only/hello.ts")],
-    {
-      cwd: repoRoot,
-      stdio: ["ignore", "pipe", "inherit"],
-    },
-  );
-  const line = await new Promise<string>((resolve, reject) => {
-    createInterface({ input: proc.stdout! }).once("line", resolve);
-    proc.once("exit", (code) => reject(new Error(`hello-world server exited with ${code}`)));
-  });
-  return {
-    origin: line.trim(),
-    async stop() {
-      const exited = new Promise((r) => proc.once("exit", r));
-      proc.kill("SIGTERM");
-      await exited;
-    },
-  };
-}
-
 async function main() {
   progress(`decide-only: ${clients} clients, ${seconds}s per run, ${repeats} repeats`);
   const cluster = await startDatabase(["tollgate"]);
   const svc = await startServiceProcess(cluster.urlOf("tollgate"));
-  const hello = await startHello();
+  const hello = await startScript("bench/decide-only/hello.ts");
   try {
     const key = await benchOrg(svc, "bench");
     const chains = await Promise.all(
@@ -100,7 +73,7 @@ async function main() {
     const auth = { authorization: `Bearer ${key}` };
     const decide = (secs: number) =>
       load(svc.url, (i) => `/v1/chains/${chains[i].chain_id}/actions/evaluate`, auth, action, secs);
-    const baseline = (secs: number) => load(hello.origin, () => "/hello", {}, action, secs);
+    const baseline = (secs: number) => load(hello.address, () => "/hello", {}, action, secs);
     await decide(1); // warm-up: JIT, pool, caches
     await baseline(1);
     const runs: { decide: number; hello: number }[] = [];

@@ -6,6 +6,7 @@ import { type ChildProcess, spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import os from "node:os";
 import path from "node:path";
+import { createInterface } from "node:readline";
 import { fileURLToPath } from "node:url";
 import pg from "pg";
 import { freePort, type PostgresCluster, startPostgres } from "../../test/support/postgres.js";
@@ -77,6 +78,38 @@ export async function startServiceProcess(
     adminToken,
     proc,
     async stop() {
+      const exited = new Promise((r) => proc.once("exit", r));
+      proc.kill("SIGTERM");
+      await exited;
+    },
+  };
+}
+
+/**
+ * Starts a benchmark's helper script (`node --import tsx <script> ...args`, from the repository
+ * root, with `env` added) that prints its address on its first stdout line once listening;
+ * resolves with that address and a stop function (SIGTERM, then waits for the exit).
+ * @throws Error when the script exits before printing.
+ */
+export async function startScript(
+  script: string,
+  args: string[] = [],
+  env: Record<string, string> = {},
+): Promise<{ address: string; pid: number; stop(): Promise<void> }> {
+  const proc = spawn(process.execPath, ["--import", "tsx", path.join(repoRoot, script), ...args], {
+    cwd: repoRoot,
+    env: { ...process.env, ...env },
+    stdio: ["ignore", "pipe", "inherit"],
+  });
+  const address = await new Promise<string>((resolve, reject) => {
+    createInterface({ input: proc.stdout! }).once("line", (line) => resolve(line.trim()));
+    proc.once("exit", (code) => reject(new Error(`${script} exited with ${code}`)));
+  });
+  return {
+    address,
+    pid: proc.pid!,
+    async stop() {
+      if (proc.exitCode !== null || proc.signalCode !== null) return;
       const exited = new Promise((r) => proc.once("exit", r));
       proc.kill("SIGTERM");
       await exited;

@@ -55,7 +55,7 @@ import { createGatewayClient } from "../../sidecar/proto.js";
 import { createServiceFetch } from "../../sidecar/service-fetch.js";
 import { jsonToStruct } from "../../sidecar/struct.js";
 import { Chain, createConfig } from "../../src/sdk/index.js";
-import { api, benchOrg, repoRoot, startDatabase, startServiceProcess } from "../lib/parts.js";
+import { api, benchOrg, repoRoot, startDatabase, startScript, startServiceProcess } from "../lib/parts.js";
 import { type PgbenchLatency, pgbenchInsertLatency } from "../lib/pgbench.js";
 import { type CpuTime, processCpu } from "../lib/proc.js";
 import { type RateResult, runAtRate } from "../lib/rate.js";
@@ -106,8 +106,8 @@ const TARGET_PGBENCH_RATIO = 2;
 const payload = { query: "weather in Paris", units: "metric", limit: 5 };
 
 type Percentiles = ReturnType<typeof percentilesMs>;
-type SeqKind = "direct" | "decision" | "sidecarDecide" | "sidecar";
-const SEQ_KINDS: readonly SeqKind[] = ["direct", "decision", "sidecarDecide", "sidecar"];
+type SeqKind = "direct" | "decision" | "sidecarDecide" | "sidecar" | "minimal";
+const SEQ_KINDS: readonly SeqKind[] = ["direct", "decision", "sidecarDecide", "sidecar", "minimal"];
 
 /** A sequential load pattern: paced (an agent doing its own work between calls) or back to back. */
 interface SequentialMode {
@@ -191,15 +191,27 @@ async function main() {
     const serviceCpu = () => processCpu(svc.proc.pid!);
     const total = (a: CpuTime, b: CpuTime) => b.userUs + b.systemUs - a.userUs - a.systemUs;
     const client = createGatewayClient(sidecar.grpcAddress);
+    // The floor (minimal.ts): the same hops with next to nothing done at each of them.
+    const minimal = "bench/sidecar-overhead/minimal.ts";
+    const minimalDecision = await startScript(minimal, ["decision"], {
+      DATABASE_URL: cluster.urlOf("pgbench"),
+    });
+    stops.push(minimalDecision.stop);
+    const minimalRelay = await startScript(minimal, ["relay"], {
+      DECISION_URL: minimalDecision.address,
+      UPSTREAM_URL: upstream.url,
+    });
+    stops.push(minimalRelay.stop);
+    const minimalClient = createGatewayClient(minimalRelay.address);
     // timeout: honours the upstream's Keep-Alive hint, so no call goes out on a socket it closes.
     const agent = new http.Agent({ keepAlive: true, maxSockets: 64, timeout: 30_000 });
     const url = new URL(upstream.url);
     const body = JSON.stringify(payload);
     const struct = jsonToStruct(payload);
 
-    const unary = <Res>(method: "OpenChain" | "Invoke" | "CompleteChain", req: unknown) =>
+    const unary = <Res>(method: "OpenChain" | "Invoke" | "CompleteChain", req: unknown, via = client) =>
       new Promise<Res>((resolve, reject) =>
-        (client as unknown as Record<string, (r: unknown, cb: (e: Error | null, v: Res) => void) => void>)[
+        (via as unknown as Record<string, (r: unknown, cb: (e: Error | null, v: Res) => void) => void>)[
           method
         ]!(req, (err, res) => (err ? reject(err) : resolve(res))),
       );
@@ -272,11 +284,29 @@ async function main() {
       h?.recordValue(us(t0));
       if (d.policyDecision !== "allow") throw new Error(`unexpected decision ${d.policyDecision}`);
     };
+    const viaMinimal = async (h: Histogram | null) => {
+      const t0 = performance.now();
+      const r = await unary<InvokeResponse__Output>(
+        "Invoke",
+        {
+          chain_id: "minimal",
+          agent_name: "bench-agent",
+          action_name: "search",
+          payload: struct,
+          upstream: "tool",
+        },
+        minimalClient,
+      );
+      h?.recordValue(us(t0));
+      if (r.decision?.policy_decision !== "allow" || !r.forwarded)
+        throw new Error(`unexpected ${JSON.stringify(r)}`);
+    };
     const seqCalls: Record<SeqKind, (h: Histogram | null) => Promise<void>> = {
       direct,
       decision: decisionOnly,
       sidecarDecide: sidecarDecideOnly.call,
       sidecar: viaSidecar.call,
+      minimal: viaMinimal,
     };
 
     if (sequentialModes.length > 0) {
@@ -310,9 +340,9 @@ async function main() {
           round.p[kind] = percentilesMs(h);
         }
         out.push(round);
-        const { direct: d, decision: g, sidecarDecide: sd, sidecar: sc } = round.p;
+        const { direct: d, decision: g, sidecarDecide: sd, sidecar: sc, minimal: mn } = round.p;
         progress(
-          `  ${mode.name} round ${r + 1}: direct p50 ${fmt(d.p50)} | decision only p50 ${fmt(g.p50)} | sidecar, no tool p50 ${fmt(sd.p50)} | sidecar p50 ${fmt(sc.p50)} p99 ${fmt(sc.p99)} | added p50 ${fmt(sc.p50 - d.p50)} p99 ${fmt(sc.p99 - d.p99)} | sidecar CPU ${Math.round(round.sidecarCpuUs.sidecar)} µs/call (system ${Math.round(round.sidecarSystemUs.sidecar)} µs)`,
+          `  ${mode.name} round ${r + 1}: direct p50 ${fmt(d.p50)} | decision only p50 ${fmt(g.p50)} | sidecar, no tool p50 ${fmt(sd.p50)} | sidecar p50 ${fmt(sc.p50)} p99 ${fmt(sc.p99)} | added p50 ${fmt(sc.p50 - d.p50)} p99 ${fmt(sc.p99 - d.p99)} | minimal relay added p50 ${fmt(mn.p50 - d.p50)} p99 ${fmt(mn.p99 - d.p99)} | sidecar CPU ${Math.round(round.sidecarCpuUs.sidecar)} µs/call (system ${Math.round(round.sidecarSystemUs.sidecar)} µs)`,
         );
       }
       return out;
@@ -588,6 +618,24 @@ function sequentialRows(mode: SequentialMode, rs: SequentialRound[]): ResultRow[
       spread: addedSpread("p99"),
       repeats,
     }),
+    row(
+      `${mode.name}: minimal relay added p50 (the hops alone)`,
+      med(rs, (r) => r.p.minimal.p50 - r.p.direct.p50),
+      "ms",
+      {
+        spread: spread(rs, (r) => r.p.minimal.p50 - r.p.direct.p50),
+        repeats,
+      },
+    ),
+    row(
+      `${mode.name}: minimal relay added p99 (the hops alone)`,
+      med(rs, (r) => r.p.minimal.p99 - r.p.direct.p99),
+      "ms",
+      {
+        spread: spread(rs, (r) => r.p.minimal.p99 - r.p.direct.p99),
+        repeats,
+      },
+    ),
     row(
       `${mode.name}: sidecar CPU per governed call`,
       med(rs, (r) => r.sidecarCpuUs.sidecar),

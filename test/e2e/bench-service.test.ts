@@ -11,7 +11,7 @@ import { describe, expect, it } from "vitest";
 const root = path.resolve(import.meta.dirname, "../..");
 
 describe("bench/record-action --quick", () => {
-  it("measures the service and the pgbench baseline in the same run", () => {
+  it("measures the service, the pgbench baseline and both floors in the same run (wrk load)", () => {
     const r = spawnSync(process.execPath, ["--import", "tsx", "bench/record-action/run.ts", "--quick"], {
       cwd: root,
       encoding: "utf8",
@@ -26,6 +26,15 @@ describe("bench/record-action --quick", () => {
     expect(throughput.ratio).toBeCloseTo(throughput.value / throughput.baselineValue, 6);
     expect(p99.unit).toBe("ms");
     expect(p99.value).toBeGreaterThan(0);
+    const floors = result.rows.slice(2);
+    expect(floors.map((f: { figure: string }) => f.figure)).toEqual([
+      "floor: bare Fastify + one INSERT per request, 4 clients",
+      "floor: bare Fastify + group commit, 4 clients",
+    ]);
+    for (const f of floors) {
+      expect(f.value).toBeGreaterThan(0);
+      expect(f.baselineValue).toBe(throughput.baselineValue);
+    }
   });
 });
 
