@@ -10,7 +10,7 @@
  * completing a chain first waits for its reports, so the receipt shows every outcome the
  * service accepted.
  */
-import { createHash } from "node:crypto";
+import { hash } from "node:crypto";
 import { performance } from "node:perf_hooks";
 import { fromWire } from "../src/sdk/decision.js";
 import {
@@ -141,8 +141,8 @@ export class Governor {
   async #invoke(input: InvokeInput, signal: AbortSignal): Promise<InvokeResult> {
     const entry = this.#entry(input.chainId);
     const decision = await this.#decide(entry, input, signal);
-    const base = { decision, chainId: input.chainId };
-    if (input.upstream === null) return { ...base, forwarded: false, result: null, upstreamDurationMs: 0 };
+    if (input.upstream === null)
+      return { decision, chainId: input.chainId, forwarded: false, result: null, upstreamDurationMs: 0 };
     if (signal.aborted) throw signal.reason;
     const upstream = this.#upstreams.get(input.upstream)!;
     const started = performance.now();
@@ -184,7 +184,7 @@ export class Governor {
       duration_ms: round3(ms),
       result_sha256: sha256Hex(result.resultJson),
     });
-    return { ...base, forwarded: true, result, upstreamDurationMs: ms };
+    return { decision, chainId: input.chainId, forwarded: true, result, upstreamDurationMs: ms };
   }
 
   /** The decision phase, queued behind the chain's earlier ones. */
@@ -398,4 +398,4 @@ function untilAborted(p: Promise<void>, signal: AbortSignal): Promise<void> {
 const round3 = (ms: number) => Math.round(ms * 1000) / 1000;
 
 /** Lowercase hex SHA-256 of a string's UTF-8 bytes. */
-export const sha256Hex = (text: string): string => createHash("sha256").update(text, "utf8").digest("hex");
+export const sha256Hex = (text: string): string => hash("sha256", text, "hex");

@@ -6,6 +6,7 @@ import {
   createCipheriv,
   createDecipheriv,
   createHash,
+  hash,
   hkdfSync,
   randomBytes,
   timingSafeEqual,
@@ -20,7 +21,7 @@ export function deriveKey(masterKey: Buffer, purpose: KeyPurpose): Buffer {
 }
 
 /** SHA-256 hex of a bearer secret; what the database stores instead of the secret. */
-export const hashSecret = (secret: string): string => createHash("sha256").update(secret).digest("hex");
+export const hashSecret = (secret: string): string => hash("sha256", secret, "hex");
 
 /** Constant-time string comparison (false on length mismatch without leaking content). */
 export function safeEqual(a: string, b: string): boolean {
