@@ -2,8 +2,9 @@
  * Real parts for benchmarks: a throwaway PostgreSQL cluster, pgbench baselines, and the
  * governance service as a separate process (so the load generator does not share its event loop).
  */
-import { type ChildProcess, spawn } from "node:child_process";
+import { type ChildProcess, execFileSync, spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
+import { mkdirSync, mkdtempSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { createInterface } from "node:readline";
@@ -12,6 +13,20 @@ import pg from "pg";
 import { freePort, type PostgresCluster, startPostgres } from "../../test/support/postgres.js";
 
 export const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
+
+/**
+ * Builds the production bundles (`npm run build`: service.js, sidecar.js, ...) afresh into a
+ * scratch directory under .cache/ inside the repository (so packages resolve from its
+ * node_modules) and returns it; benchmarks run what the images run. The caller removes it.
+ * @throws Error when the build fails.
+ */
+export function buildBundles(): string {
+  const parent = path.join(repoRoot, ".cache");
+  mkdirSync(parent, { recursive: true });
+  const dir = mkdtempSync(path.join(parent, "bench-build-"));
+  execFileSync(process.execPath, ["scripts/build.mjs", "--outdir", dir], { cwd: repoRoot, stdio: "ignore" });
+  return dir;
+}
 
 /** Starts PostgreSQL and creates `databases` in it. */
 export async function startDatabase(

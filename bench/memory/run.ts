@@ -30,8 +30,8 @@
  * --node-args: more V8/Node flags for every process of both configurations, after the injected
  * NODE_OPTIONS (so they win), e.g. "--max-old-space-size=4096" to see the sidecar's heap unbounded.
  */
-import { execFileSync, spawn } from "node:child_process";
-import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
+import { spawn } from "node:child_process";
+import { rmSync } from "node:fs";
 import path from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { parseArgs } from "node:util";
@@ -39,7 +39,7 @@ import { SIDECAR_NODE_OPTIONS } from "../../operator/webhook/patch.js";
 import type { InvokeResponse__Output } from "../../sidecar/generated/tollgate/v1/InvokeResponse.js";
 import { createGatewayClient } from "../../sidecar/proto.js";
 import { jsonToStruct } from "../../sidecar/struct.js";
-import { benchOrg, repoRoot, startDatabase, startServiceProcess } from "../lib/parts.js";
+import { benchOrg, buildBundles, repoRoot, startDatabase, startServiceProcess } from "../lib/parts.js";
 import { cpuSeconds, rssBytes } from "../lib/proc.js";
 import { progress, report } from "../lib/report.js";
 import { startEchoUpstream, startSidecarProcess } from "../lib/sidecar-process.js";
@@ -229,20 +229,11 @@ async function idleNodeRss(extra: string[]): Promise<number> {
   }
 }
 
-/** Builds the production bundles into a scratch directory inside the repository (packages resolve from its node_modules). */
-function buildIntoScratch(): string {
-  const parent = path.join(repoRoot, ".cache");
-  mkdirSync(parent, { recursive: true });
-  const dir = mkdtempSync(path.join(parent, "bench-memory-build-"));
-  execFileSync(process.execPath, ["scripts/build.mjs", "--outdir", dir], { cwd: repoRoot, stdio: "ignore" });
-  return dir;
-}
-
 async function main() {
   progress(
     `memory: ${clients} agents for ${seconds}s through the sidecar, ${repeats} repeats, image build and tsx`,
   );
-  const buildDir = buildIntoScratch();
+  const buildDir = buildBundles();
   const configs = configurations(buildDir);
   const names = Object.keys(configs) as ConfigName[];
   const databases = Array.from({ length: repeats * names.length }, (_, i) => `memory_${i + 1}`);

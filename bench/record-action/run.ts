@@ -1,7 +1,7 @@
 /**
  * bench/record-action: recorded actions per second and p99 latency of
  * POST /v1/chains/{id}/actions at N concurrent clients (closed loop, wrk: bench/lib/wrk.ts),
- * against the service on real PostgreSQL, beside pgbench's single-row INSERT TPS on the same
+ * against the service on real PostgreSQL (the production bundle, as the image runs it), beside pgbench's single-row INSERT TPS on the same
  * server with the same number of clients, measured in the same run. Target (issue 2): ratio
  * ≥ 0.4 at 32 clients (≥ 0.5 at 16), p99 ≤ 25 ms.
  *
@@ -16,8 +16,17 @@
  *
  *   npx tsx bench/record-action/run.ts [--clients 16,32] [--seconds 10] [--repeats 3] [--quick]
  */
+import { rmSync } from "node:fs";
+import path from "node:path";
 import { parseArgs } from "node:util";
-import { api, benchOrg, startDatabase, startScript, startServiceProcess } from "../lib/parts.js";
+import {
+  api,
+  benchOrg,
+  buildBundles,
+  startDatabase,
+  startScript,
+  startServiceProcess,
+} from "../lib/parts.js";
 import { pgbenchInsert } from "../lib/pgbench.js";
 import { progress, report } from "../lib/report.js";
 import { median, type ResultRow, spreadPct } from "../lib/stats.js";
@@ -60,8 +69,9 @@ async function main() {
   progress(
     `record-action: clients ${clientCounts.join(",")}, ${seconds}s per run, ${repeats} repeats (load client: wrk)`,
   );
+  const build = buildBundles();
   const cluster = await startDatabase(["tollgate", "pgbench", "minimal"]);
-  const svc = await startServiceProcess(cluster.urlOf("tollgate"));
+  const svc = await startServiceProcess(cluster.urlOf("tollgate"), {}, [], [path.join(build, "service.js")]);
   const floorEnv = { DATABASE_URL: cluster.urlOf("minimal") };
   const minimal = await startScript("bench/record-action/minimal.ts", [], floorEnv);
   const groupCommit = await startScript("bench/record-action/minimal.ts", ["--group-commit"], floorEnv);
@@ -105,6 +115,7 @@ async function main() {
     await minimal.stop();
     await svc.stop();
     await cluster.stop();
+    rmSync(build, { recursive: true, force: true });
   }
   report("record-action", rows);
 }

@@ -47,6 +47,8 @@ export function startSidecarProcess(opts: {
   apiKey: string;
   upstreamUrl: string;
   profileDir: string | null;
+  /** The built sidecar.js to run (npm run build); without it, the sources through tsx. */
+  bundle?: string;
   root?: string;
 }): Promise<SidecarProcess> {
   return startSidecar({
@@ -54,6 +56,7 @@ export function startSidecarProcess(opts: {
     apiKey: opts.apiKey,
     upstreams: [{ name: "tool", type: "http", url: opts.upstreamUrl }],
     nodeArgs: opts.profileDir ? ["--cpu-prof", `--cpu-prof-dir=${opts.profileDir}`] : [],
+    ...(opts.bundle && { entry: [opts.bundle] }),
     ...(opts.root && { root: opts.root }),
   });
 }

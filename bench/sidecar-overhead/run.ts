@@ -39,12 +39,15 @@
  *
  * --quick: a few calls, for correctness (a test runs it). Results go to bench/results/ (see
  * bench/lib/report.ts) like every benchmark's.
- * --sidecar-root: runs the sidecar from another checkout (e.g. `git archive` of an earlier
- * commit with node_modules linked), to compare two versions of the sidecar on the same service.
+ * The service and the sidecar run as the images run them: the production bundles (`npm run
+ * build`, built afresh into a scratch directory).
+ * --sidecar-root: runs the sidecar from another checkout through tsx (e.g. `git archive` of an
+ * earlier commit with node_modules linked), to compare two versions of the sidecar on the same
+ * service.
  * --profile: runs the sidecar with --cpu-prof into bench/results/profiles/sidecar-overhead/ (combine with
  * --modes rate to profile the sidecar under the 500 calls/s load only).
  */
-import { mkdirSync } from "node:fs";
+import { mkdirSync, rmSync } from "node:fs";
 import http from "node:http";
 import os from "node:os";
 import path from "node:path";
@@ -55,7 +58,15 @@ import { createGatewayClient } from "../../sidecar/proto.js";
 import { createServiceFetch } from "../../sidecar/service-fetch.js";
 import { jsonToStruct } from "../../sidecar/struct.js";
 import { Chain, createConfig } from "../../src/sdk/index.js";
-import { api, benchOrg, repoRoot, startDatabase, startScript, startServiceProcess } from "../lib/parts.js";
+import {
+  api,
+  benchOrg,
+  buildBundles,
+  repoRoot,
+  startDatabase,
+  startScript,
+  startServiceProcess,
+} from "../lib/parts.js";
 import { type PgbenchLatency, pgbenchInsertLatency } from "../lib/pgbench.js";
 import { type CpuTime, processCpu } from "../lib/proc.js";
 import { type RateResult, runAtRate } from "../lib/rate.js";
@@ -169,9 +180,11 @@ async function main() {
   for (const signal of ["SIGINT", "SIGTERM", "SIGHUP"] as const) {
     process.once(signal, () => void stopAll().finally(() => process.exit(130)));
   }
+  const build = buildBundles();
+  stops.push(async () => rmSync(build, { recursive: true, force: true }));
   const cluster = await startDatabase(["tollgate", "pgbench"]);
   stops.push(() => cluster.stop());
-  const svc = await startServiceProcess(cluster.urlOf("tollgate"));
+  const svc = await startServiceProcess(cluster.urlOf("tollgate"), {}, [], [path.join(build, "service.js")]);
   stops.push(() => svc.stop());
   const upstream = await startEchoUpstream();
   stops.push(() => upstream.close());
@@ -184,7 +197,7 @@ async function main() {
       apiKey,
       upstreamUrl: upstream.url,
       profileDir,
-      root: args["sidecar-root"],
+      ...(args["sidecar-root"] ? { root: args["sidecar-root"] } : { bundle: path.join(build, "sidecar.js") }),
     });
     stops.push(() => sidecar.stop());
     const sidecarCpu = () => processCpu(sidecar.proc.pid!);
