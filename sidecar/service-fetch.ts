@@ -84,12 +84,8 @@ export function createServiceFetch(): typeof fetch {
         reject(err);
       };
       const req = request(
-        // Object.assign: properties written after a spread cost ~1 µs each on Node 20.
-        Object.assign({}, options, {
-          path: slash < 0 ? "/" : href.slice(slash),
-          method: init.method ?? "GET",
-          headers,
-        }),
+        // Spread last: properties written after a spread cost ~1 µs each on Node 20.
+        { path: slash < 0 ? "/" : href.slice(slash), method: init.method ?? "GET", headers, ...options },
         (res) => {
           const chunks: Buffer[] = [];
           res.on("data", (c: Buffer) => chunks.push(c));

@@ -82,9 +82,8 @@ export class HttpUpstream implements Upstream {
           ),
         this.#config.timeout_ms,
       );
-      // Object.assign: properties written after a spread cost ~1 µs each on Node 20.
-      const options = Object.assign({}, this.#target, { method: "POST", agent: this.#agent, headers });
-      const req = this.#request(options, (res) => {
+      // Spread last: properties written after a spread cost ~1 µs each on Node 20.
+      const req = this.#request({ method: "POST", agent: this.#agent, headers, ...this.#target }, (res) => {
         const chunks: Buffer[] = [];
         res.on("data", (c: Buffer) => chunks.push(c));
         res.on("error", (err) => fail(this.#unavailable(err)));

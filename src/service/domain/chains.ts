@@ -256,9 +256,10 @@ function result(
   expiresAt: string | null,
   status: ChainStatus,
 ): RecordResult {
-  // Object.assign, not `{ ...decision, a, b, ... }`: on Node 20 each property written after a
-  // spread costs ~1 µs (V8 builds a new hidden class every time), 11 µs for this object.
-  return Object.assign({}, ev.decision, {
+  // Fields first, spread last: on Node 20 each property written after a spread costs ~1 µs
+  // (a new hidden class every time; 11 µs for this object), and Object.assign onto {} leaves a
+  // dictionary-mode object that serializes slowly. The keys do not overlap.
+  return {
     event_id: ids.eventId,
     chain_id: ids.chainId,
     sequence: ids.sequence,
@@ -267,12 +268,16 @@ function result(
     approval_expires_at: expiresAt,
     exception_id: ev.exception_id,
     chain_status: status,
-  });
+    ...ev.decision,
+  };
 }
 
 /** What chain_events.facts keeps: the engine's facts with the metrics delta and exception scope. */
-const storedFacts = (ev: ReturnType<typeof evaluate>) =>
-  Object.assign({}, ev.facts, { metrics_delta: ev.metrics_delta, exception_scope: ev.exception_scope });
+const storedFacts = (ev: ReturnType<typeof evaluate>) => ({
+  metrics_delta: ev.metrics_delta,
+  exception_scope: ev.exception_scope,
+  ...ev.facts, // spread last (see result)
+});
 
 /** The action with its payload sanitized and truncated server-side (spec defaults). */
 const sanitizedAction = (action: Action): Action => ({
@@ -349,11 +354,7 @@ export async function previewAction(
   const state = await readChainState(db, opts);
   assertAcceptsActions(state.row);
   const { ev } = await evaluateAction(db, state, sanitizedAction(opts.action), opts.configs, nowMs);
-  return Object.assign({}, ev.decision, {
-    chain_id: state.row.id,
-    category: ev.category,
-    recorded: false as const,
-  });
+  return { chain_id: state.row.id, category: ev.category, recorded: false, ...ev.decision };
 }
 
 const READ_CHAIN_STATE: PreparedStatement = {
@@ -435,7 +436,8 @@ async function writeGuarded(
   if (!written) return null;
   const { row_xmin, ...row } = written;
   return {
-    state: { row: Object.assign({}, chain, row) as ChainRow, xmin: row_xmin, org, merged: state.merged },
+    // A clone overwritten in place keeps its hidden class (see result).
+    state: { row: Object.assign({ ...chain }, row) as ChainRow, xmin: row_xmin, org, merged: state.merged },
     result: result(ev, ids, null, status),
   };
 }
