@@ -24,11 +24,13 @@
  *                 of --chains (64) chains with no call in flight (one agent per concurrent
  *                 caller; a chain's decisions are serialized), round-robin when all are busy;
  *                 the direct and the governed segment alternate within each round.
- * In the sequential patterns the four kinds interleave in each round; besides (a) and (b) they
+ * In the sequential patterns five kinds interleave in each round; besides (a) and (b) they
  * show where the added time goes:
  *   (c) the governance decision alone: the SDK's recordAgentAction from this process straight
- *       to the service (same transport as the sidecar), no sidecar and no tool, and
- *   (d) Invoke through the sidecar without an upstream (decide and record only).
+ *       to the service (same transport as the sidecar), no sidecar and no tool,
+ *   (d) Invoke through the sidecar without an upstream (decide and record only), and
+ *   (e) the floor: Invoke through a minimal relay (minimal.ts: bare grpc-js → bare decision
+ *       server doing one INSERT → the same tool), the same hops with nothing else done.
  * The sidecar's and the service's CPU time per call come from /proc/<pid>/stat over each
  * segment. After each round of governed rate calls the chains are completed through the
  * sidecar and every event must carry its outcome (reports are flushed before completion).
@@ -474,6 +476,7 @@ async function main() {
     const decisionMean = meanMs(metrics, "tollgate_sidecar_decision_duration_seconds");
     const upstreamMean = meanMs(metrics, "tollgate_sidecar_upstream_duration_seconds");
     client.close();
+    minimalClient.close();
     agent.destroy();
 
     // The service recorded every call of the last sequential chain, and bound each outcome.
