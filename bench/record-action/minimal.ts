@@ -13,6 +13,8 @@
  *                                                                     (one in flight), as the
  *                                                                     service's RecordBatcher
  *
+ * bench/sidecar-overhead's minimal relay uses the first as its decision server.
+ *
  * Env DATABASE_URL. Prints its URL on stdout once listening; stops on SIGTERM.
  */
 import Fastify from "fastify";

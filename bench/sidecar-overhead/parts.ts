@@ -6,8 +6,12 @@
 import http from "node:http";
 import { type SidecarProcess, startSidecarProcess as startSidecar } from "../lib/sidecar-process.js";
 
-/** One direct call: the same request the sidecar's http upstream makes. */
-export function directCall(url: URL, agent: http.Agent, body: string): Promise<void> {
+/**
+ * One direct call: the same request the sidecar's http upstream makes (a JSON POST); resolves
+ * with the response text.
+ * @throws Error when the answer is not 200 or not JSON, or on a network error.
+ */
+export function directCall(url: URL, agent: http.Agent, body: string): Promise<string> {
   return new Promise((resolve, reject) => {
     const req = http.request(
       url,
@@ -25,8 +29,9 @@ export function directCall(url: URL, agent: http.Agent, body: string): Promise<v
         res.on("data", (c: Buffer) => chunks.push(c));
         res.on("end", () => {
           if (res.statusCode !== 200) return reject(new Error(`upstream answered ${res.statusCode}`));
-          JSON.parse(Buffer.concat(chunks).toString("utf8"));
-          resolve();
+          const text = Buffer.concat(chunks).toString("utf8");
+          JSON.parse(text);
+          resolve(text);
         });
       },
     );

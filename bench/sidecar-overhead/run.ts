@@ -29,8 +29,8 @@
  *   (c) the governance decision alone: the SDK's recordAgentAction from this process straight
  *       to the service (same transport as the sidecar), no sidecar and no tool,
  *   (d) Invoke through the sidecar without an upstream (decide and record only), and
- *   (e) the floor: Invoke through a minimal relay (minimal.ts: bare grpc-js → bare decision
- *       server doing one INSERT → the same tool), the same hops with nothing else done.
+ *   (e) the floor: Invoke through a minimal relay (minimal.ts: bare grpc-js → record-action's
+ *       bare one-INSERT server → the same tool), the same hops with nothing else done.
  * The sidecar's and the service's CPU time per call come from /proc/<pid>/stat over each
  * segment. After each round of governed rate calls the chains are completed through the
  * sidecar and every event must carry its outcome (reports are flushed before completion).
@@ -49,6 +49,7 @@
  * --profile: runs the sidecar with --cpu-prof into bench/results/profiles/sidecar-overhead/ (combine with
  * --modes rate to profile the sidecar under the 500 calls/s load only).
  */
+import { randomUUID } from "node:crypto";
 import { mkdirSync, rmSync } from "node:fs";
 import http from "node:http";
 import os from "node:os";
@@ -206,13 +207,13 @@ async function main() {
     const serviceCpu = () => processCpu(svc.proc.pid!);
     const total = (a: CpuTime, b: CpuTime) => b.userUs + b.systemUs - a.userUs - a.systemUs;
     const client = createGatewayClient(sidecar.grpcAddress);
-    // The floor (minimal.ts): the same hops with next to nothing done at each of them.
-    const minimal = "bench/sidecar-overhead/minimal.ts";
-    const minimalDecision = await startScript(minimal, ["decision"], {
+    // The floor (minimal.ts): the same hops with next to nothing done at each of them; its
+    // decision server is record-action's one-INSERT-per-request floor.
+    const minimalDecision = await startScript("bench/record-action/minimal.ts", [], {
       DATABASE_URL: cluster.urlOf("pgbench"),
     });
     stops.push(minimalDecision.stop);
-    const minimalRelay = await startScript(minimal, ["relay"], {
+    const minimalRelay = await startScript("bench/sidecar-overhead/minimal.ts", [], {
       DECISION_URL: minimalDecision.address,
       UPSTREAM_URL: upstream.url,
     });
@@ -299,12 +300,13 @@ async function main() {
       h?.recordValue(us(t0));
       if (d.policyDecision !== "allow") throw new Error(`unexpected decision ${d.policyDecision}`);
     };
+    const minimalChainId = randomUUID();
     const viaMinimal = async (h: Histogram | null) => {
       const t0 = performance.now();
       const r = await unary<InvokeResponse__Output>(
         "Invoke",
         {
-          chain_id: "minimal",
+          chain_id: minimalChainId,
           agent_name: "bench-agent",
           action_name: "search",
           payload: struct,
@@ -590,77 +592,40 @@ const row = (
 
 function sequentialRows(mode: SequentialMode, rs: SequentialRound[]): ResultRow[] {
   const repeats = rs.length;
-  const m = (kind: SeqKind, q: "p50" | "p99") => med(rs, (r) => r.p[kind][q]);
-  const s = (kind: SeqKind, q: "p50" | "p99") => spread(rs, (r) => r.p[kind][q]);
-  const added = (q: "p50" | "p99") => med(rs, (r) => r.p.sidecar[q] - r.p.direct[q]);
-  const addedSpread = (q: "p50" | "p99") => spread(rs, (r) => r.p.sidecar[q] - r.p.direct[q]);
-  const direct = "direct call, same run";
+  type Q = "p50" | "p99";
+  /** A row of the medians of `of` over the rounds, with their spread. */
+  const medianRow = (
+    figure: string,
+    of: (r: SequentialRound) => number,
+    unit: string,
+    extra: Omit<Parameters<typeof row>[3], "spread" | "repeats"> = {},
+  ) => row(`${mode.name}: ${figure}`, med(rs, of), unit, { spread: spread(rs, of), repeats, ...extra });
+  const p = (kind: SeqKind, q: Q) => (r: SequentialRound) => r.p[kind][q];
+  /** Latency `kind` adds to the direct call, per round. */
+  const added = (kind: SeqKind, q: Q) => (r: SequentialRound) => r.p[kind][q] - r.p.direct[q];
+  const viaSidecar = (q: Q) =>
+    medianRow(`through sidecar ${q}`, p("sidecar", q), "ms", {
+      baseline: "direct call, same run",
+      baselineValue: med(rs, p("direct", q)),
+    });
+  const addedRow = (q: Q, target: number) =>
+    medianRow(`added ${q}`, added("sidecar", q), "ms", {
+      target: `≤ ${target} ms`,
+      met: med(rs, added("sidecar", q)) <= target,
+    });
   return [
-    row(`${mode.name}: direct p50`, m("direct", "p50"), "ms", { spread: s("direct", "p50"), repeats }),
-    row(`${mode.name}: direct p99`, m("direct", "p99"), "ms", { spread: s("direct", "p99"), repeats }),
-    row(`${mode.name}: decision only p50 (SDK → service)`, m("decision", "p50"), "ms", {
-      spread: s("decision", "p50"),
-      repeats,
-    }),
-    row(`${mode.name}: decision only p99 (SDK → service)`, m("decision", "p99"), "ms", {
-      spread: s("decision", "p99"),
-      repeats,
-    }),
-    row(`${mode.name}: through sidecar, no tool p50 (decide only)`, m("sidecarDecide", "p50"), "ms", {
-      spread: s("sidecarDecide", "p50"),
-      repeats,
-    }),
-    row(`${mode.name}: through sidecar p50`, m("sidecar", "p50"), "ms", {
-      baseline: direct,
-      baselineValue: m("direct", "p50"),
-      spread: s("sidecar", "p50"),
-      repeats,
-    }),
-    row(`${mode.name}: through sidecar p99`, m("sidecar", "p99"), "ms", {
-      baseline: direct,
-      baselineValue: m("direct", "p99"),
-      spread: s("sidecar", "p99"),
-      repeats,
-    }),
-    row(`${mode.name}: added p50`, added("p50"), "ms", {
-      target: `≤ ${TARGET_P50_MS} ms`,
-      met: added("p50") <= TARGET_P50_MS,
-      spread: addedSpread("p50"),
-      repeats,
-    }),
-    row(`${mode.name}: added p99`, added("p99"), "ms", {
-      target: `≤ ${TARGET_P99_MS} ms`,
-      met: added("p99") <= TARGET_P99_MS,
-      spread: addedSpread("p99"),
-      repeats,
-    }),
-    row(
-      `${mode.name}: minimal relay added p50 (the hops alone)`,
-      med(rs, (r) => r.p.minimal.p50 - r.p.direct.p50),
-      "ms",
-      {
-        spread: spread(rs, (r) => r.p.minimal.p50 - r.p.direct.p50),
-        repeats,
-      },
-    ),
-    row(
-      `${mode.name}: minimal relay added p99 (the hops alone)`,
-      med(rs, (r) => r.p.minimal.p99 - r.p.direct.p99),
-      "ms",
-      {
-        spread: spread(rs, (r) => r.p.minimal.p99 - r.p.direct.p99),
-        repeats,
-      },
-    ),
-    row(
-      `${mode.name}: sidecar CPU per governed call`,
-      med(rs, (r) => r.sidecarCpuUs.sidecar),
-      "µs",
-      {
-        spread: spread(rs, (r) => r.sidecarCpuUs.sidecar),
-        repeats,
-      },
-    ),
+    medianRow("direct p50", p("direct", "p50"), "ms"),
+    medianRow("direct p99", p("direct", "p99"), "ms"),
+    medianRow("decision only p50 (SDK → service)", p("decision", "p50"), "ms"),
+    medianRow("decision only p99 (SDK → service)", p("decision", "p99"), "ms"),
+    medianRow("through sidecar, no tool p50 (decide only)", p("sidecarDecide", "p50"), "ms"),
+    viaSidecar("p50"),
+    viaSidecar("p99"),
+    addedRow("p50", TARGET_P50_MS),
+    addedRow("p99", TARGET_P99_MS),
+    medianRow("minimal relay added p50 (the hops alone)", added("minimal", "p50"), "ms"),
+    medianRow("minimal relay added p99 (the hops alone)", added("minimal", "p99"), "ms"),
+    medianRow("sidecar CPU per governed call", (r) => r.sidecarCpuUs.sidecar, "µs"),
   ];
 }
 
