@@ -3,51 +3,20 @@
  * single route, each refusal explained with the single route's code; and the SDK's
  * ServiceClient.reportOutcomes over it.
  */
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { ServiceClient } from "../../src/sdk/index.js";
-import { startTestService, type TestService } from "../support/service.js";
+import { useOutcomeFixture } from "../support/outcomes.js";
 
 const sha = "b".repeat(64);
 const success = { status: "success", error_class: null, duration_ms: 3.25, result_sha256: sha } as const;
 
 describe("POST /v1/outcomes", () => {
-  let t: TestService;
-  let org: Awaited<ReturnType<TestService["bootstrapOrg"]>>;
-  let other: Awaited<ReturnType<TestService["bootstrapOrg"]>>;
-
-  beforeAll(async () => {
-    t = await startTestService({ listen: true });
-    org = await t.bootstrapOrg("outcomes-batch");
-    other = await t.bootstrapOrg("outcomes-batch-other");
-    const p = await t.call("PUT", "/v1/admin/organizations/outcomes-batch/policies/rules", {
-      token: t.adminToken,
-      body: {
-        config: {
-          custom_rules: [
-            { name: "no-drop", match: { action_name: "drop_table" }, outcome: "deny", reason: "never" },
-          ],
-        },
-      },
-    });
-    expect(p.statusCode, p.body).toBeLessThan(300);
-  });
-  afterAll(async () => t?.close());
-
-  const openChain = async () => {
-    const c = await t.call("POST", "/v1/chains", { token: org.clientKey, body: { name: "outcomes-batch" } });
-    expect(c.statusCode, c.body).toBe(201);
-    return c.json().chain_id as string;
-  };
-  const record = async (chainId: string, actionName: string) => {
-    const r = await t.call("POST", `/v1/chains/${chainId}/actions`, {
-      token: org.clientKey,
-      body: { agent_name: "worker", action_type: "tool_call", action_name: actionName },
-    });
-    expect(r.statusCode, r.body).toBe(200);
-    return r.json().event_id as string;
-  };
-  const batch = (outcomes: unknown[], token = org.clientKey) =>
-    t.call("POST", "/v1/outcomes", { token, body: { outcomes } });
+  const f = useOutcomeFixture("outcomes-batch", { listen: true });
+  const { openChain } = f;
+  const record = async (chainId: string, actionName: string) =>
+    (await f.record(chainId, actionName)).event_id;
+  const batch = (outcomes: unknown[], token = f.org.clientKey) =>
+    f.t.call("POST", "/v1/outcomes", { token, body: { outcomes } });
 
   it("binds every allowed outcome of several chains and explains each refusal in order", async () => {
     const [a, b, sealed] = [await openChain(), await openChain(), await openChain()];
@@ -56,7 +25,7 @@ describe("POST /v1/outcomes", () => {
     const denied = await record(a, "drop_table");
     const b1 = await record(b, "read_file");
     const late = await record(sealed, "read_file");
-    const c = await t.call("POST", `/v1/chains/${sealed}/complete`, { token: org.clientKey, body: {} });
+    const c = await f.t.call("POST", `/v1/chains/${sealed}/complete`, { token: f.org.clientKey, body: {} });
     expect(c.statusCode, c.body).toBe(200);
     const err = { status: "error", error_class: "HTTP 502", duration_ms: 0, result_sha256: null };
     const unknown = "00000000-0000-4000-8000-000000000000";
@@ -85,7 +54,7 @@ describe("POST /v1/outcomes", () => {
       [a1, false, "TG_ERR_OUTCOME_RECORDED"], // the same event twice: the first one binds
       [a2, true, null],
     ]);
-    const events = (await t.call("GET", `/v1/chains/${a}`, { token: org.clientKey })).json().events as {
+    const events = (await f.t.call("GET", `/v1/chains/${a}`, { token: f.org.clientKey })).json().events as {
       event_id: string;
       outcome: unknown;
     }[];
@@ -94,8 +63,8 @@ describe("POST /v1/outcomes", () => {
       [a2, success],
       [denied, null],
     ]);
-    const single = await t.call("POST", `/v1/chains/${a}/events/${a2}/outcome`, {
-      token: org.clientKey,
+    const single = await f.t.call("POST", `/v1/chains/${a}/events/${a2}/outcome`, {
+      token: f.org.clientKey,
       body: success,
     });
     expect(single.json().code).toBe("TG_ERR_OUTCOME_RECORDED");
@@ -115,22 +84,22 @@ describe("POST /v1/outcomes", () => {
     }));
     expect((await batch(tooMany)).statusCode).toBe(400);
     expect((await batch([{ chain_id: chainId, event_id: ev, outcome: success, x: 1 }])).statusCode).toBe(400);
-    const anonymous = await t.call("POST", "/v1/outcomes", {
+    const anonymous = await f.t.call("POST", "/v1/outcomes", {
       body: { outcomes: [{ chain_id: chainId, event_id: ev, outcome: success }] },
     });
     expect(anonymous.statusCode).toBe(401);
 
-    const foreign = await batch([{ chain_id: chainId, event_id: ev, outcome: success }], other.clientKey);
+    const foreign = await batch([{ chain_id: chainId, event_id: ev, outcome: success }], f.other.clientKey);
     expect(foreign.statusCode).toBe(200);
     expect(foreign.json().results[0]).toMatchObject({ recorded: false, error: { code: "TG_ERR_NOT_FOUND" } });
-    const chain = await t.call("GET", `/v1/chains/${chainId}`, { token: org.clientKey });
+    const chain = await f.t.call("GET", `/v1/chains/${chainId}`, { token: f.org.clientKey });
     expect(chain.json().events[0].outcome).toBeNull();
   });
 
   it("ServiceClient.reportOutcomes sends a batch and returns the results in order", async () => {
     const chainId = await openChain();
     const [e1, e2] = [await record(chainId, "read_file"), await record(chainId, "drop_table")];
-    const client = new ServiceClient({ apiKey: org.clientKey, backendUrl: t.url });
+    const client = new ServiceClient({ apiKey: f.org.clientKey, backendUrl: f.t.url });
     const results = await client.reportOutcomes([
       { chain_id: chainId, event_id: e1, outcome: success },
       { chain_id: chainId, event_id: e2, outcome: success },

@@ -1,47 +1,14 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startTestService, type TestService } from "../support/service.js";
+import { describe, expect, it } from "vitest";
+import { useOutcomeFixture } from "../support/outcomes.js";
 
 const sha = "a".repeat(64);
 const success = { status: "success", error_class: null, duration_ms: 12.5, result_sha256: sha };
 
 describe("POST /v1/chains/{chain_id}/events/{event_id}/outcome", () => {
-  let t: TestService;
-  let org: Awaited<ReturnType<TestService["bootstrapOrg"]>>;
-  let other: Awaited<ReturnType<TestService["bootstrapOrg"]>>;
-
-  beforeAll(async () => {
-    t = await startTestService();
-    org = await t.bootstrapOrg("outcomes");
-    other = await t.bootstrapOrg("outcomes-other");
-    const p = await t.call("PUT", "/v1/admin/organizations/outcomes/policies/rules", {
-      token: t.adminToken,
-      body: {
-        config: {
-          custom_rules: [
-            { name: "no-drop", match: { action_name: "drop_table" }, outcome: "deny", reason: "never" },
-          ],
-        },
-      },
-    });
-    expect(p.statusCode, p.body).toBeLessThan(300);
-  });
-  afterAll(async () => t?.close());
-
-  const openChain = async () => {
-    const c = await t.call("POST", "/v1/chains", { token: org.clientKey, body: { name: "outcomes" } });
-    expect(c.statusCode, c.body).toBe(201);
-    return c.json().chain_id as string;
-  };
-  const record = async (chainId: string, actionName: string, payload: Record<string, unknown> = {}) => {
-    const r = await t.call("POST", `/v1/chains/${chainId}/actions`, {
-      token: org.clientKey,
-      body: { agent_name: "worker", action_type: "tool_call", action_name: actionName, payload },
-    });
-    expect(r.statusCode, r.body).toBe(200);
-    return r.json() as { event_id: string; policy_decision: string; approval_id: string | null };
-  };
-  const report = (chainId: string, eventId: string, body: unknown, token = org.clientKey) =>
-    t.call("POST", `/v1/chains/${chainId}/events/${eventId}/outcome`, { token, body });
+  const f = useOutcomeFixture("outcomes");
+  const { openChain, record } = f;
+  const report = (chainId: string, eventId: string, body: unknown, token = f.org.clientKey) =>
+    f.t.call("POST", `/v1/chains/${chainId}/events/${eventId}/outcome`, { token, body });
 
   it("binds the outcome of an allowed event once and shows it in the chain and the receipt", async () => {
     const chainId = await openChain();
@@ -60,14 +27,15 @@ describe("POST /v1/chains/{chain_id}/events/{event_id}/outcome", () => {
     expect(again.statusCode).toBe(409);
     expect(again.json().code).toBe("TG_ERR_OUTCOME_RECORDED");
 
-    const chain = await t.call("GET", `/v1/chains/${chainId}`, { token: org.clientKey });
+    const chain = await f.t.call("GET", `/v1/chains/${chainId}`, { token: f.org.clientKey });
     const events = chain.json().events as { event_id: string; outcome: unknown }[];
     expect(events.find((e) => e.event_id === ok.event_id)?.outcome).toEqual(success);
 
     expect(
-      (await t.call("POST", `/v1/chains/${chainId}/complete`, { token: org.clientKey, body: {} })).statusCode,
+      (await f.t.call("POST", `/v1/chains/${chainId}/complete`, { token: f.org.clientKey, body: {} }))
+        .statusCode,
     ).toBe(200);
-    const receipt = await t.call("GET", `/v1/chains/${chainId}/receipt`, { token: org.clientKey });
+    const receipt = await f.t.call("GET", `/v1/chains/${chainId}/receipt`, { token: f.org.clientKey });
     const summary = receipt.json().events_summary as { event_id: string; outcome: unknown }[];
     expect(summary.map((e) => [e.event_id, e.outcome])).toEqual([
       [ok.event_id, success],
@@ -94,8 +62,8 @@ describe("POST /v1/chains/{chain_id}/events/{event_id}/outcome", () => {
     expect(pending.statusCode).toBe(409);
     expect(pending.json().code).toBe("TG_ERR_ACTION_NOT_ALLOWED");
 
-    const ok = await t.call("POST", `/v1/approvals/${pay.approval_id}/decision`, {
-      token: org.adminKey,
+    const ok = await f.t.call("POST", `/v1/approvals/${pay.approval_id}/decision`, {
+      token: f.org.adminKey,
       body: { decision: "approve" },
     });
     expect(ok.statusCode, ok.body).toBe(200);
@@ -116,9 +84,9 @@ describe("POST /v1/chains/{chain_id}/events/{event_id}/outcome", () => {
 
     const unknownEvent = await report(chainId, "00000000-0000-4000-8000-000000000000", success);
     expect(unknownEvent.statusCode).toBe(404);
-    const foreign = await report(chainId, ev.event_id, success, other.clientKey);
+    const foreign = await report(chainId, ev.event_id, success, f.other.clientKey);
     expect(foreign.statusCode).toBe(404);
-    const anonymous = await t.call("POST", `/v1/chains/${chainId}/events/${ev.event_id}/outcome`, {
+    const anonymous = await f.t.call("POST", `/v1/chains/${chainId}/events/${ev.event_id}/outcome`, {
       body: success,
     });
     expect(anonymous.statusCode).toBe(401);
