@@ -36,7 +36,7 @@ import * as grpc from "@grpc/grpc-js";
 import { gatewayService } from "../../sidecar/proto.js";
 import { jsonToStruct } from "../../sidecar/struct.js";
 import { freePort } from "../../test/support/postgres.js";
-import { repoRoot } from "../lib/parts.js";
+import { repoRoot, teardown } from "../lib/parts.js";
 import { cpuSeconds } from "../lib/proc.js";
 import { progress, report } from "../lib/report.js";
 import { startSidecarProcess } from "../lib/sidecar-process.js";
@@ -187,12 +187,7 @@ async function startBareServer(): Promise<{ server: Server; proc: ChildProcess; 
 
 async function main() {
   progress(`grpc-passthrough: ${inflight} in flight, ${seconds}s per run, ${repeats} repeats`);
-  const stops: (() => Promise<unknown>)[] = [];
-  const stopAll = async () => {
-    for (const stop of stops.splice(0).reverse()) await stop().catch(() => undefined);
-  };
-  process.once("SIGINT", () => void stopAll().then(() => process.exit(130)));
-  process.once("SIGTERM", () => void stopAll().then(() => process.exit(143)));
+  const stops = teardown();
   const rows: ResultRow[] = [];
   try {
     // Nothing listens at the service URL: no call measured here reaches the service.
@@ -273,7 +268,7 @@ async function main() {
       });
     }
   } finally {
-    await stopAll();
+    await stops.stopAll();
   }
   report("grpc-passthrough", rows, { inflight, seconds });
 }

@@ -132,6 +132,25 @@ export async function startScript(
   };
 }
 
+/**
+ * A benchmark's teardown: `push` registers how to stop a part; `stopAll` stops them newest
+ * first, ignoring failures. SIGINT, SIGTERM and SIGHUP run it too and exit with 128 + the
+ * signal number, so an interrupted benchmark leaves no process or PostgreSQL behind.
+ */
+export function teardown(): { push(stop: () => Promise<unknown>): void; stopAll(): Promise<void> } {
+  const stops: (() => Promise<unknown>)[] = [];
+  const stopAll = async () => {
+    for (const stop of stops.splice(0).reverse()) await stop().catch(() => undefined);
+  };
+  for (const signal of ["SIGINT", "SIGTERM", "SIGHUP"] as const) {
+    process.once(
+      signal,
+      () => void stopAll().finally(() => process.exit(128 + os.constants.signals[signal])),
+    );
+  }
+  return { push: (stop) => void stops.push(stop), stopAll };
+}
+
 /** JSON request helper for benchmarks; throws on non-2xx. */
 // biome-ignore lint/suspicious/noExplicitAny: benchmark responses of many shapes
 export async function api(url: string, token: string, method: string, body?: unknown): Promise<any> {

@@ -52,7 +52,7 @@ import {
   startKubeBench,
   startOperatorProcess,
 } from "../lib/kube.js";
-import { repoRoot, startDatabase, startServiceProcess } from "../lib/parts.js";
+import { repoRoot, startDatabase, startServiceProcess, teardown } from "../lib/parts.js";
 import { progress, report } from "../lib/report.js";
 import { median, type ResultRow, spreadPct } from "../lib/stats.js";
 
@@ -139,12 +139,7 @@ const cpuPerResource = (before: Record<string, number>, after: Record<string, nu
 
 async function main(): Promise<number> {
   const t0 = Date.now();
-  const stops: Array<() => Promise<unknown>> = [];
-  const stopAll = async () => {
-    for (const s of stops.splice(0).reverse()) await s().catch(() => undefined);
-  };
-  for (const sig of ["SIGINT", "SIGTERM"] as const)
-    process.once(sig, () => void stopAll().then(() => process.exit(130)));
+  const stops = teardown();
   try {
     const kube = await startKubeBench();
     stops.push(() => kube.stop());
@@ -477,7 +472,7 @@ async function main(): Promise<number> {
     );
     return 0;
   } finally {
-    await stopAll();
+    await stops.stopAll();
   }
 }
 

@@ -69,6 +69,7 @@ import {
   startDatabase,
   startScript,
   startServiceProcess,
+  teardown,
 } from "../lib/parts.js";
 import { type PgbenchLatency, pgbenchInsertLatency } from "../lib/pgbench.js";
 import { type CpuTime, processCpu } from "../lib/proc.js";
@@ -175,14 +176,7 @@ async function main() {
     `sidecar-overhead: ${rounds} rounds; sequential ${perRound} calls per kind (${sequentialModes.map((m) => m.name).join(", ") || "none"}); ` +
       `${rateMode ? `${rateSeconds} s per kind at ${rates.join(", ")} calls/s over ${rateChains} chains, a free one per call` : "no rate mode"}${quick ? " (quick)" : ""}`,
   );
-  // Stop the child processes (and PostgreSQL) even when the bench itself is interrupted.
-  const stops: (() => Promise<unknown>)[] = [];
-  const stopAll = async () => {
-    for (const stop of stops.splice(0).reverse()) await stop().catch(() => undefined);
-  };
-  for (const signal of ["SIGINT", "SIGTERM", "SIGHUP"] as const) {
-    process.once(signal, () => void stopAll().finally(() => process.exit(130)));
-  }
+  const stops = teardown();
   const build = buildBundles();
   stops.push(async () => rmSync(build, { recursive: true, force: true }));
   const cluster = await startDatabase(["tollgate", "pgbench"]);
@@ -559,7 +553,7 @@ async function main() {
       },
     });
   } finally {
-    await stopAll();
+    await stops.stopAll();
   }
 }
 

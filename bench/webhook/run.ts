@@ -48,7 +48,7 @@ import {
   startKubeBench,
   startOperatorProcess,
 } from "../lib/kube.js";
-import { repoRoot } from "../lib/parts.js";
+import { repoRoot, teardown } from "../lib/parts.js";
 import { progress, report } from "../lib/report.js";
 import { median, type ResultRow, spreadPct } from "../lib/stats.js";
 
@@ -187,12 +187,7 @@ interface KindFigures {
 
 async function main(): Promise<number> {
   const t0 = Date.now();
-  const stops: Array<() => Promise<unknown>> = [];
-  const stopAll = async () => {
-    for (const s of stops.splice(0).reverse()) await s().catch(() => undefined);
-  };
-  for (const sig of ["SIGINT", "SIGTERM"] as const)
-    process.once(sig, () => void stopAll().then(() => process.exit(130)));
+  const stops = teardown();
   try {
     const kube = await startKubeBench();
     stops.push(() => kube.stop());
@@ -408,7 +403,7 @@ async function main(): Promise<number> {
     );
     return 0;
   } finally {
-    await stopAll();
+    await stops.stopAll();
   }
 }
 
