@@ -584,131 +584,80 @@ const row = (
   repeats: o.repeats,
 });
 
-function sequentialRows(mode: SequentialMode, rs: SequentialRound[]): ResultRow[] {
-  const repeats = rs.length;
-  type Q = "p50" | "p99";
-  /** A row of the medians of `of` over the rounds, with their spread. */
-  const medianRow = (
-    figure: string,
-    of: (r: SequentialRound) => number,
-    unit: string,
-    extra: Omit<Parameters<typeof row>[3], "spread" | "repeats"> = {},
-  ) => row(`${mode.name}: ${figure}`, med(rs, of), unit, { spread: spread(rs, of), repeats, ...extra });
-  const p = (kind: SeqKind, q: Q) => (r: SequentialRound) => r.p[kind][q];
-  /** Latency `kind` adds to the direct call, per round. */
-  const added = (kind: SeqKind, q: Q) => (r: SequentialRound) => r.p[kind][q] - r.p.direct[q];
-  const viaSidecar = (q: Q) =>
-    medianRow(`through sidecar ${q}`, p("sidecar", q), "ms", {
+type Q = "p50" | "p99";
+
+/**
+ * A row named `${prefix}: ${figure}` of the median of `of` over the rounds `rs`, with its
+ * spread; `extra` adds a baseline or a target.
+ */
+const medianRow = <R>(
+  prefix: string,
+  rs: R[],
+  figure: string,
+  of: (r: R) => number,
+  unit: string,
+  extra: Omit<Parameters<typeof row>[3], "spread" | "repeats"> = {},
+) => row(`${prefix}: ${figure}`, med(rs, of), unit, { spread: spread(rs, of), repeats: rs.length, ...extra });
+
+/** The rows through the sidecar and added to the direct call, at p50 and p99, with their targets. */
+function sidecarRows<R>(
+  prefix: string,
+  rs: R[],
+  p: (kind: "direct" | "sidecar", q: Q) => (r: R) => number,
+): ResultRow[] {
+  const added = (q: Q) => (r: R) => p("sidecar", q)(r) - p("direct", q)(r);
+  const via = (q: Q) =>
+    medianRow(prefix, rs, `through sidecar ${q}`, p("sidecar", q), "ms", {
       baseline: "direct call, same run",
       baselineValue: med(rs, p("direct", q)),
     });
   const addedRow = (q: Q, target: number) =>
-    medianRow(`added ${q}`, added("sidecar", q), "ms", {
+    medianRow(prefix, rs, `added ${q}`, added(q), "ms", {
       target: `≤ ${target} ms`,
-      met: med(rs, added("sidecar", q)) <= target,
+      met: med(rs, added(q)) <= target,
     });
+  return [via("p50"), via("p99"), addedRow("p50", TARGET_P50_MS), addedRow("p99", TARGET_P99_MS)];
+}
+
+function sequentialRows(mode: SequentialMode, rs: SequentialRound[]): ResultRow[] {
+  const m = (figure: string, of: (r: SequentialRound) => number, unit = "ms") =>
+    medianRow(mode.name, rs, figure, of, unit);
+  const p = (kind: SeqKind, q: Q) => (r: SequentialRound) => r.p[kind][q];
+  /** Latency `kind` adds to the direct call, per round. */
+  const added = (kind: SeqKind, q: Q) => (r: SequentialRound) => r.p[kind][q] - r.p.direct[q];
   return [
-    medianRow("direct p50", p("direct", "p50"), "ms"),
-    medianRow("direct p99", p("direct", "p99"), "ms"),
-    medianRow("decision only p50 (SDK → service)", p("decision", "p50"), "ms"),
-    medianRow("decision only p99 (SDK → service)", p("decision", "p99"), "ms"),
-    medianRow("through sidecar, no tool p50 (decide only)", p("sidecarDecide", "p50"), "ms"),
-    viaSidecar("p50"),
-    viaSidecar("p99"),
-    addedRow("p50", TARGET_P50_MS),
-    addedRow("p99", TARGET_P99_MS),
-    medianRow("minimal relay added p50 (the hops alone)", added("minimal", "p50"), "ms"),
-    medianRow("minimal relay added p99 (the hops alone)", added("minimal", "p99"), "ms"),
-    medianRow("sidecar CPU per governed call", (r) => r.sidecarCpuUs.sidecar, "µs"),
+    m("direct p50", p("direct", "p50")),
+    m("direct p99", p("direct", "p99")),
+    m("decision only p50 (SDK → service)", p("decision", "p50")),
+    m("decision only p99 (SDK → service)", p("decision", "p99")),
+    m("through sidecar, no tool p50 (decide only)", p("sidecarDecide", "p50")),
+    ...sidecarRows(mode.name, rs, p),
+    m("minimal relay added p50 (the hops alone)", added("minimal", "p50")),
+    m("minimal relay added p99 (the hops alone)", added("minimal", "p99")),
+    m("sidecar CPU per governed call", (r) => r.sidecarCpuUs.sidecar, "µs"),
   ];
 }
 
 function rateRows(rate: number, rs: RateRound[], pg: PgbenchLatency[]): ResultRow[] {
-  const repeats = rs.length;
-  const p = `${rate}/s`;
-  const addedP50 = (r: RateRound) => r.sidecar.p50 - r.direct.p50;
+  const prefix = `${rate}/s`;
+  const m = (figure: string, of: (r: RateRound) => number, unit = "ms") =>
+    medianRow(prefix, rs, figure, of, unit);
   const addedP99 = (r: RateRound) => r.sidecar.p99 - r.direct.p99;
   const pgP99 = med(pg, (x) => x.p99);
-  const direct = "direct call, same run";
   return [
-    row(
-      `${p}: direct p50`,
-      med(rs, (r) => r.direct.p50),
-      "ms",
-      {
-        spread: spread(rs, (r) => r.direct.p50),
-        repeats,
-      },
-    ),
-    row(
-      `${p}: direct p99`,
-      med(rs, (r) => r.direct.p99),
-      "ms",
-      {
-        spread: spread(rs, (r) => r.direct.p99),
-        repeats,
-      },
-    ),
-    row(
-      `${p}: through sidecar p50`,
-      med(rs, (r) => r.sidecar.p50),
-      "ms",
-      {
-        baseline: direct,
-        baselineValue: med(rs, (r) => r.direct.p50),
-        spread: spread(rs, (r) => r.sidecar.p50),
-        repeats,
-      },
-    ),
-    row(
-      `${p}: through sidecar p99`,
-      med(rs, (r) => r.sidecar.p99),
-      "ms",
-      {
-        baseline: direct,
-        baselineValue: med(rs, (r) => r.direct.p99),
-        spread: spread(rs, (r) => r.sidecar.p99),
-        repeats,
-      },
-    ),
-    row(`${p}: added p50`, med(rs, addedP50), "ms", {
-      target: `≤ ${TARGET_P50_MS} ms`,
-      met: med(rs, addedP50) <= TARGET_P50_MS,
-      spread: spread(rs, addedP50),
-      repeats,
-    }),
-    row(`${p}: added p99`, med(rs, addedP99), "ms", {
-      target: `≤ ${TARGET_P99_MS} ms`,
-      met: med(rs, addedP99) <= TARGET_P99_MS,
-      spread: spread(rs, addedP99),
-      repeats,
-    }),
-    row(`${p}: added p99 vs pgbench single-client p99`, med(rs, addedP99), "ms", {
+    m("direct p50", (r) => r.direct.p50),
+    m("direct p99", (r) => r.direct.p99),
+    ...sidecarRows(prefix, rs, (kind, q) => (r) => r[kind][q]),
+    row(`${prefix}: added p99 vs pgbench single-client p99`, med(rs, addedP99), "ms", {
       baseline: "pgbench single-client INSERT p99, same run",
       baselineValue: pgP99,
       target: `≤ ${TARGET_PGBENCH_RATIO}× baseline`,
       met: med(rs, addedP99) <= TARGET_PGBENCH_RATIO * pgP99,
       spread: spread(rs, (r) => addedP99(r) / pg[rs.indexOf(r)]!.p99),
-      repeats,
+      repeats: rs.length,
     }),
-    row(
-      `${p}: sidecar CPU per governed call`,
-      med(rs, (r) => r.sidecarCpuUs),
-      "µs",
-      {
-        spread: spread(rs, (r) => r.sidecarCpuUs),
-        repeats,
-      },
-    ),
-    row(
-      `${p}: service CPU per governed call`,
-      med(rs, (r) => r.serviceCpuUs),
-      "µs",
-      {
-        spread: spread(rs, (r) => r.serviceCpuUs),
-        repeats,
-      },
-    ),
+    m("sidecar CPU per governed call", (r) => r.sidecarCpuUs, "µs"),
+    m("service CPU per governed call", (r) => r.serviceCpuUs, "µs"),
   ];
 }
 
