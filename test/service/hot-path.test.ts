@@ -138,6 +138,35 @@ describe("recording hot path", () => {
     expect(await events(chainId)).toEqual(Array.from({ length: 20 }, (_, i) => i + 1));
   });
 
+  it("stores only the facts that are set, and the metrics delta when it is not zero", async () => {
+    const chainId = await newChain();
+    await act(chainId);
+    const paid = await act(chainId, org.clientKey, { amount_usd: 12.5, note: "lunch" });
+    expect(paid.json().policy_decision).toBe("allow");
+    const { rows } = await t.service.ctx.db.query(
+      "SELECT sequence, category, facts FROM chain_events WHERE chain_id = $1 ORDER BY sequence",
+      [chainId],
+    );
+    expect(rows.map((r) => [r.category, r.facts])).toEqual([
+      ["default", {}],
+      [
+        "financial",
+        {
+          amount_usd: 12.5,
+          is_financial: true,
+          metrics_delta: {
+            financial_exposure_usd: 12.5,
+            external_communications: 0,
+            records_modified: 0,
+            domains: [],
+            estimated_cost_usd: 0,
+            tokens: 0,
+          },
+        },
+      ],
+    ]);
+  });
+
   describe("POST /v1/chains/{chain_id}/actions/evaluate", () => {
     const evaluate = (chainId: string, body: Record<string, unknown>, key = org.clientKey) =>
       t.call("POST", `/v1/chains/${chainId}/actions/evaluate`, { token: key, body });

@@ -235,10 +235,12 @@ export async function decideApproval(
     let exceptionId: string | null = null;
     if (opts.body.exception_duration) {
       exceptionId = randomUUID();
+      // Events store only the facts that are set (chains.ts storedFacts); rows written before
+      // that kept the engine's exception_scope.
       const scope = event.facts.exception_scope ?? {
         agent_name: event.agent_name,
         action_type: event.action_type,
-        destination_domain: null,
+        destination_domain: event.facts.destination_domain ?? null,
       };
       await q.query(
         `INSERT INTO exceptions (id, org_id, approval_id, agent_name, action_type, destination_domain, duration, granted_by, created_at, expires_at)

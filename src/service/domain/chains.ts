@@ -272,12 +272,35 @@ function result(
   };
 }
 
-/** What chain_events.facts keeps: the engine's facts with the metrics delta and exception scope. */
-const storedFacts = (ev: ReturnType<typeof evaluate>) => ({
-  metrics_delta: ev.metrics_delta,
-  exception_scope: ev.exception_scope,
-  ...ev.facts, // spread last (see result)
-});
+/**
+ * What chain_events.facts keeps: the engine's facts that are set (not null, false, 0, "" or
+ * empty), and the metrics delta when it is not all zero — a plain action stores `{}`. An absent
+ * key reads as its unset value; `category` is a column of its own, and the exception scope is
+ * derived from the event's columns and destination_domain (see approvals.ts). The full facts
+ * were ~800 of the ~1.6 KB each action sent to PostgreSQL (docs/adr/0006).
+ */
+export function storedFacts(ev: ReturnType<typeof evaluate>): Record<string, unknown> {
+  const stored: Record<string, unknown> = {};
+  const facts = ev.facts as unknown as Record<string, unknown>;
+  for (const key in facts) {
+    if (key !== "category" && isSet(facts[key])) stored[key] = facts[key];
+  }
+  const delta = ev.metrics_delta;
+  if (
+    delta.financial_exposure_usd ||
+    delta.external_communications ||
+    delta.records_modified ||
+    delta.domains.length ||
+    delta.estimated_cost_usd ||
+    delta.tokens
+  ) {
+    stored.metrics_delta = delta;
+  }
+  return stored;
+}
+
+const isSet = (v: unknown): boolean =>
+  v !== null && v !== false && v !== 0 && v !== "" && !(Array.isArray(v) && v.length === 0);
 
 /** The action with its payload sanitized and truncated server-side (spec defaults). */
 const sanitizedAction = (action: Action): Action => ({

@@ -174,22 +174,34 @@ export class RecordBatcher {
     while (this.#inFlight < this.opts.maxInFlight && this.#queue.length) {
       const batch = this.#queue.splice(0, this.opts.maxBatch);
       this.#inFlight++;
-      void this.#run(batch).finally(() => {
-        this.#inFlight--;
-        this.#pump();
-      });
+      void this.#run(batch);
     }
   }
 
+  /**
+   * Runs one batch. The next batch is sent before this one's callers are answered: each answer
+   * runs its caller's continuation (the response is serialized and written), and a batch sent
+   * after them would leave PostgreSQL idle meanwhile.
+   */
   async #run(batch: Pending[]): Promise<void> {
+    let rows: (WrittenChain | null)[] | null = null;
+    let failure: unknown;
     try {
-      const rows = await writeBatch(
+      rows = await writeBatch(
         this.db,
         batch.map((p) => p.write),
       );
-      for (const [i, p] of batch.entries()) p.resolve(rows[i]!);
     } catch (err) {
-      if (batch.length === 1) return batch[0]!.reject(err);
+      failure = err;
+    }
+    if (rows) {
+      this.#done();
+      for (const [i, p] of batch.entries()) p.resolve(rows[i]!);
+      return;
+    }
+    // One bad row must not fail the others: retry them one by one, then let the queue move on.
+    if (batch.length === 1) batch[0]!.reject(failure);
+    else {
       for (const p of batch) {
         await writeBatch(this.db, [p.write]).then(
           ([row]) => p.resolve(row!),
@@ -197,5 +209,11 @@ export class RecordBatcher {
         );
       }
     }
+    this.#done();
+  }
+
+  #done(): void {
+    this.#inFlight--;
+    this.#pump();
   }
 }
