@@ -138,6 +138,54 @@ describe("recording hot path", () => {
     expect(await events(chainId)).toEqual(Array.from({ length: 20 }, (_, i) => i + 1));
   });
 
+  it("remembers the chain row exactly as the batch statement wrote it", async () => {
+    const r = await t.call("POST", "/v1/chains", {
+      token: org.clientKey,
+      body: { name: "counters", policy_config: { first_external_communication_requires_approval: false } },
+    });
+    const chainId = r.json().chain_id;
+    const record = async (action_type: string, payload: Record<string, unknown>, agent_name = "agent") => {
+      const res = await t.call("POST", `/v1/chains/${chainId}/actions`, {
+        token: org.clientKey,
+        body: { agent_name, action_type, action_name: "act", payload },
+      });
+      expect(res.json().policy_decision, res.body).toMatch(/^allow/);
+    };
+    await record("http_request", { url: "https://api.partner.example/x" });
+    await record("payment", { amount_usd: 12.5 });
+    await record("llm_call", { model: "m", input_tokens: 1000, output_tokens: 200 });
+    await record("email", { to: ["a@b.example", "c@api.partner.example"] }, "mailer");
+    await record("db_update", { record_count: 7 });
+    const counters = (row: Record<string, unknown>) => ({
+      event_count: row.event_count,
+      status: row.status,
+      total_tokens: row.total_tokens,
+      estimated_cost_usd: row.estimated_cost_usd,
+      financial_exposure_usd: row.financial_exposure_usd,
+      external_communications_count: row.external_communications_count,
+      records_modified_count: row.records_modified_count,
+      domains_contacted: [...(row.domains_contacted as string[])].sort(),
+      external_comm_agents: [...(row.external_comm_agents as string[])].sort(),
+    });
+    const remembered = t.service.ctx.chains.get(chainId, org.orgId);
+    const { rows } = await t.service.ctx.db.query(
+      "SELECT *, xmin::text AS row_xmin FROM chains WHERE id = $1",
+      [chainId],
+    );
+    const stored = rows[0] as Record<string, unknown>;
+    expect(remembered?.xmin).toBe(stored.row_xmin);
+    expect(counters(remembered!.row as never)).toEqual(counters(stored));
+    expect(counters(stored)).toMatchObject({
+      event_count: 5,
+      external_communications_count: 2,
+      financial_exposure_usd: 12.5,
+      records_modified_count: 7,
+      total_tokens: 1200,
+      domains_contacted: ["api.partner.example", "b.example"],
+      external_comm_agents: ["agent", "mailer"],
+    });
+  });
+
   it("stores only the facts that are set, and the metrics delta when it is not zero", async () => {
     const chainId = await newChain();
     await act(chainId);

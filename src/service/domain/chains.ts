@@ -21,7 +21,7 @@ import { conflict, notFound, unauthorized } from "../errors.js";
 import { enqueueApprovalRequested, scheduleApprovalTimers } from "./approvals.js";
 import type { ChainState, ChainStateCache } from "./chain-state.js";
 import { type Organization, type OrgConfigCache, orgById, orgState } from "./orgs.js";
-import type { RecordBatcher } from "./record-batch.js";
+import type { GuardedWrite, RecordBatcher } from "./record-batch.js";
 
 /** Chain status values (the spec names pending_approval; the rest are ours, see README). */
 export const ChainStatus = {
@@ -424,7 +424,7 @@ async function writeGuarded(
   const allowed =
     ev.decision.policy_decision === "allow" || ev.decision.policy_decision === "allow_with_flag";
   const d = ev.metrics_delta;
-  const written = await writer.write({
+  const write: GuardedWrite = {
     chainId: chain.id,
     xmin: state.xmin,
     orgId: org.id,
@@ -455,14 +455,35 @@ async function writeGuarded(
       exception_id: ev.exception_id,
       recorded_at: new Date(nowMs).toISOString(),
     },
-  });
-  if (!written) return null;
-  const { row_xmin, ...row } = written;
+  };
+  const xmin = await writer.write(write);
+  if (xmin === null) return null;
   return {
-    // A clone overwritten in place keeps its hidden class (see result).
-    state: { row: Object.assign({ ...chain }, row) as ChainRow, xmin: row_xmin, org, merged: state.merged },
+    state: { row: advancedChain(chain, write), xmin, org, merged: state.merged },
     result: result(ev, ids, null, status),
   };
+}
+
+/**
+ * The chain row after a guarded write, computed as the statement computes it (record-batch.ts):
+ * the write's guards made sure `chain` was the row it updated, so nothing is read back. Arrays
+ * are sets (their order is not kept, as in the database); amounts add as float8 adds.
+ */
+export function advancedChain(chain: ChainRow, w: GuardedWrite): ChainRow {
+  // A clone written in place keeps its hidden class (see result).
+  const next = { ...chain };
+  next.event_count = w.sequence;
+  next.status = w.status as ChainStatus;
+  next.total_tokens = chain.total_tokens + w.tokens;
+  next.estimated_cost_usd = chain.estimated_cost_usd + w.costUsd;
+  next.financial_exposure_usd = chain.financial_exposure_usd + w.financialExposureUsd;
+  next.external_communications_count = chain.external_communications_count + w.externalCommunications;
+  next.records_modified_count = chain.records_modified_count + w.recordsModified;
+  if (w.domains.length) next.domains_contacted = [...new Set([...chain.domains_contacted, ...w.domains])];
+  if (w.externalCommunications > 0 && !chain.external_comm_agents.includes(w.agentName)) {
+    next.external_comm_agents = [...chain.external_comm_agents, w.agentName];
+  }
+  return next;
 }
 
 /** The locked path: one transaction holding the chain row; writes approvals when required. */
