@@ -23,7 +23,7 @@ import { SigningKeys } from "./domain/keys.js";
 import { OrgConfigCache } from "./domain/orgs.js";
 import { RecordBatcher } from "./domain/record-batch.js";
 import { ApiError, errorBody } from "./errors.js";
-import { createLogger, type Logger } from "./logger.js";
+import { createLogger, type Logger, lazyChildLogger } from "./logger.js";
 import { createMetrics } from "./metrics.js";
 import { createOutboxWorker, type SmtpConfig } from "./notify/index.js";
 import type { OidcConfig } from "./oidc/settings.js";
@@ -91,6 +91,7 @@ export async function buildService(opts: ServiceOptions): Promise<Service> {
   let shuttingDown = false;
   const app = Fastify({
     loggerInstance: log,
+    childLoggerFactory: lazyChildLogger,
     requestTimeout: 120_000,
     connectionTimeout: 130_000,
     keepAliveTimeout: 72_000,
