@@ -279,7 +279,7 @@ function result(
  * derived from the event's columns and destination_domain (see approvals.ts). The full facts
  * were ~800 of the ~1.6 KB each action sent to PostgreSQL (docs/adr/0006).
  */
-export function storedFacts(ev: ReturnType<typeof evaluate>): Record<string, unknown> {
+function storedFacts(ev: ReturnType<typeof evaluate>): Record<string, unknown> {
   const stored: Record<string, unknown> = {};
   const facts = ev.facts as unknown as Record<string, unknown>;
   for (const key in facts) {
@@ -469,7 +469,7 @@ async function writeGuarded(
  * the write's guards made sure `chain` was the row it updated, so nothing is read back. Arrays
  * are sets (their order is not kept, as in the database); amounts add as float8 adds.
  */
-export function advancedChain(chain: ChainRow, w: GuardedWrite): ChainRow {
+function advancedChain(chain: ChainRow, w: GuardedWrite): ChainRow {
   // A clone written in place keeps its hidden class (see result).
   const next = { ...chain };
   next.event_count = w.sequence;

@@ -52,7 +52,7 @@ export interface GuardedWrite {
 // (1.75 ms per 5-row batch in the bench; 0.6 ms with it). RETURNING gives only the chain row's
 // new version: the guards made sure the row was the one the caller remembers, so the caller
 // computes the new counters itself (chains.ts advancedChain) instead of parsing them back.
-// The organization and key guards are evaluated once per row in \`b\`: joined with the chains
+// The organization and key guards are evaluated once per row in b: joined with the chains
 // they ran once per (chain, row) pair of the nested loop — 16² times for 16 rows.
 const BATCH: PreparedStatement = {
   name: "tg_record_batch",
