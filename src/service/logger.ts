@@ -89,7 +89,7 @@ class LazyChildLogger {
     return this.#made;
   }
   #log(level: Level, args: unknown[]): void {
-    if ((this.#made ?? this.parent).isLevelEnabled(level)) {
+    if (this.isLevelEnabled(level)) {
       (this.#real()[level] as (...a: unknown[]) => void)(...args);
     }
   }

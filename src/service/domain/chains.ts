@@ -285,17 +285,7 @@ function storedFacts(ev: ReturnType<typeof evaluate>): Record<string, unknown> {
   for (const key in facts) {
     if (key !== "category" && isSet(facts[key])) stored[key] = facts[key];
   }
-  const delta = ev.metrics_delta;
-  if (
-    delta.financial_exposure_usd ||
-    delta.external_communications ||
-    delta.records_modified ||
-    delta.domains.length ||
-    delta.estimated_cost_usd ||
-    delta.tokens
-  ) {
-    stored.metrics_delta = delta;
-  }
+  if (Object.values(ev.metrics_delta).some(isSet)) stored.metrics_delta = ev.metrics_delta;
   return stored;
 }
 

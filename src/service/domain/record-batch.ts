@@ -190,32 +190,29 @@ export class RecordBatcher {
    * after them would leave PostgreSQL idle meanwhile.
    */
   async #run(batch: Pending[]): Promise<void> {
-    let rows: (string | null)[] | null = null;
-    let failure: unknown;
+    let versions: (string | null)[];
     try {
-      rows = await writeBatch(
+      versions = await writeBatch(
         this.db,
         batch.map((p) => p.write),
       );
     } catch (err) {
-      failure = err;
-    }
-    if (rows) {
-      this.#done();
-      for (const [i, p] of batch.entries()) p.resolve(rows[i]!);
-      return;
-    }
-    // One bad row must not fail the others: retry them one by one, then let the queue move on.
-    if (batch.length === 1) batch[0]!.reject(failure);
-    else {
-      for (const p of batch) {
-        await writeBatch(this.db, [p.write]).then(
-          ([row]) => p.resolve(row!),
-          (e) => p.reject(e),
-        );
-      }
+      await this.#oneByOne(batch, err);
+      return this.#done();
     }
     this.#done();
+    for (const [i, p] of batch.entries()) p.resolve(versions[i]!);
+  }
+
+  /** After a failed batch: one bad row must not fail the others, so each is written alone. */
+  async #oneByOne(batch: Pending[], failure: unknown): Promise<void> {
+    if (batch.length === 1) return batch[0]!.reject(failure);
+    for (const p of batch) {
+      await writeBatch(this.db, [p.write]).then(
+        ([version]) => p.resolve(version!),
+        (e) => p.reject(e),
+      );
+    }
   }
 
   #done(): void {
