@@ -1,9 +1,10 @@
 /**
  * Per-process readings from Linux /proc for benchmarks: CPU time (user and system, all threads)
- * and resident set size.
+ * and resident set size; CPU time of waited-for children and of PostgreSQL; the machine's idle
+ * share.
  */
 import { execFileSync } from "node:child_process";
-import { readFileSync } from "node:fs";
+import { readdirSync, readFileSync } from "node:fs";
 
 /** Kernel clock ticks per second (the unit of /proc/<pid>/stat times). */
 const clockTicks = (() => {
@@ -50,4 +51,48 @@ export function rssBytes(pid: number): number {
   const kib = /^VmRSS:\s+(\d+) kB$/m.exec(status)?.[1];
   if (kib === undefined) throw new Error(`no VmRSS for process ${pid}`);
   return Number(kib) * 1024;
+}
+
+/** CPU time (µs, user + system) of the processes this process has waited for, e.g. wrk or pgbench. */
+export function waitedChildrenCpuUs(): number {
+  const stat = readFileSync("/proc/self/stat", "utf8");
+  const f = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+  // cutime and cstime are fields 16 and 17 of the whole line.
+  return ((Number(f[13]) + Number(f[14])) / clockTicks) * 1e6;
+}
+
+/**
+ * CPU time (µs) of every PostgreSQL process on the machine, including backends that have exited
+ * (the postmaster has waited for them: their time is in its children's times). Benchmarks run
+ * one cluster at a time, so this is the benchmark's cluster.
+ */
+export function postgresCpuUs(): number {
+  let total = 0;
+  for (const entry of readdirSync("/proc")) {
+    if (!/^\d+$/.test(entry)) continue;
+    let stat: string;
+    try {
+      stat = readFileSync(`/proc/${entry}/stat`, "utf8");
+    } catch {
+      continue; // exited meanwhile
+    }
+    if (!stat.includes("(postgres)")) continue;
+    const f = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+    total += Number(f[11]) + Number(f[12]);
+    // Only the postmaster waits for postgres processes; its children's times are theirs.
+    total += Number(f[13]) + Number(f[14]);
+  }
+  return (total / clockTicks) * 1e6;
+}
+
+/** Idle share of the machine's CPU time (idle + iowait) between two readings of /proc/stat. */
+export function machineIdle(): () => number {
+  const read = () =>
+    readFileSync("/proc/stat", "utf8").split("\n", 1)[0]!.trim().split(/\s+/).slice(1).map(Number);
+  const before = read();
+  return () => {
+    const d = read().map((v, i) => v - (before[i] ?? 0));
+    const total = d.reduce((a, b) => a + b, 0);
+    return total > 0 ? ((d[3] ?? 0) + (d[4] ?? 0)) / total : 0;
+  };
 }

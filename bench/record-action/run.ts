@@ -10,6 +10,10 @@
  * with group commit (what the service's RecordBatcher does) — a service with nothing of its own
  * to do. Each client count is repeated; medians and spread are reported.
  *
+ * CPU rows say where the ratio goes: CPU time per recorded action of the service, PostgreSQL
+ * and the load client (from /proc, over the service's run), beside the CPU per pgbench
+ * transaction of PostgreSQL and pgbench, and the machine's idle share in each run.
+ *
  * The load: --chains-per-client chains per client (default 4), taken round-robin by wrk's one
  * thread, so that a chain rarely has two actions in flight (a chain's actions are serialized;
  * when two meet, the guarded write retries the second, as it would for an agent).
@@ -28,6 +32,7 @@ import {
   startServiceProcess,
 } from "../lib/parts.js";
 import { pgbenchInsert } from "../lib/pgbench.js";
+import { cpuSeconds, machineIdle, postgresCpuUs, waitedChildrenCpuUs } from "../lib/proc.js";
 import { progress, report } from "../lib/report.js";
 import { median, type ResultRow, spreadPct } from "../lib/stats.js";
 import { requireWrk, runWrk, type WrkPost, type WrkResult } from "../lib/wrk.js";
@@ -56,13 +61,48 @@ const action = JSON.stringify({
   payload: { path: "/data/x.txt" },
 });
 
+/** CPU time per request (µs) of the server, PostgreSQL and the load client during one run. */
+interface CpuPerRequest {
+  server: number;
+  postgres: number;
+  client: number;
+  /** The machine's idle share during the run (0–1). */
+  idle: number;
+}
+
 /** One repeat at one client count. */
 interface Run {
   tps: number;
+  /** pgbench's run: `server` is 0 (pgbench talks to PostgreSQL directly). */
+  pgbenchCpu: CpuPerRequest;
   service: WrkResult;
+  serviceCpu: CpuPerRequest;
   minimal: WrkResult;
   groupCommit: WrkResult;
 }
+
+/**
+ * Runs `run` and divides the CPU time each party used meanwhile by the requests it served: the
+ * server process (all threads), every PostgreSQL process, and this process's waited-for
+ * children (wrk or pgbench, run synchronously). The ratio's ceiling on two shared cores is the
+ * CPU a pgbench transaction costs over the CPU a recorded action costs.
+ */
+function metered<T>(serverPid: number | null, run: () => T, requestsOf: (r: T) => number) {
+  const server = () => (serverPid === null ? 0 : cpuSeconds(serverPid) * 1e6);
+  const [s0, p0, c0, idle] = [server(), postgresCpuUs(), waitedChildrenCpuUs(), machineIdle()];
+  const result = run();
+  const n = Math.max(1, requestsOf(result));
+  const cpu: CpuPerRequest = {
+    server: (server() - s0) / n,
+    postgres: (postgresCpuUs() - p0) / n,
+    client: (waitedChildrenCpuUs() - c0) / n,
+    idle: idle(),
+  };
+  return { result, cpu };
+}
+
+const cpuText = (c: CpuPerRequest, server: string) =>
+  `${server ? `${server} ${c.server.toFixed(0)} + ` : ""}PostgreSQL ${c.postgres.toFixed(0)} + client ${c.client.toFixed(0)} µs CPU/request, idle ${(c.idle * 100).toFixed(0)}%`;
 
 async function main() {
   requireWrk();
@@ -96,14 +136,25 @@ async function main() {
     for (const clients of clientCounts) {
       const runs: Run[] = [];
       for (let i = 0; i < repeats; i++) {
-        const base = pgbenchInsert(cluster, "pgbench", clients, seconds);
-        const service = runWrk(svc.url, load, clients, seconds);
+        const { result: base, cpu: pgbenchCpu } = metered(
+          null,
+          () => pgbenchInsert(cluster, "pgbench", clients, seconds),
+          (b) => b.tps * seconds,
+        );
+        const { result: service, cpu: serviceCpu } = metered(
+          svc.proc.pid!,
+          () => runWrk(svc.url, load, clients, seconds),
+          (w) => w.requests,
+        );
         const min = runWrk(minimal.address, floorLoad, clients, seconds);
         const gc = runWrk(groupCommit.address, floorLoad, clients, seconds);
-        runs.push({ tps: base.tps, service, minimal: min, groupCommit: gc });
+        runs.push({ tps: base.tps, pgbenchCpu, service, serviceCpu, minimal: min, groupCommit: gc });
         const r = (w: WrkResult) => `${w.perSecond.toFixed(0)}/s (${(w.perSecond / base.tps).toFixed(3)})`;
         progress(
           `  ${clients} clients, run ${i + 1}: pgbench ${base.tps.toFixed(0)} tps; service ${r(service)}, p50 ${service.p50.toFixed(2)} ms, p99 ${service.p99.toFixed(2)} ms, errors ${service.errors}; floors: one INSERT per request ${r(min)}, group commit ${r(gc)}`,
+        );
+        progress(
+          `    CPU: pgbench run ${cpuText(pgbenchCpu, "")}; service run ${cpuText(serviceCpu, "service")}`,
         );
       }
       const failed = runs.flatMap((r) => [r.service, r.minimal, r.groupCommit]).filter((w) => w.errors > 0);
@@ -159,6 +210,40 @@ function clientRows(clients: number, runs: Run[]): ResultRow[] {
     },
     ratioRow(`floor: bare Fastify + one INSERT per request, ${clients} clients`, (r) => r.minimal, null),
     ratioRow(`floor: bare Fastify + group commit, ${clients} clients`, (r) => r.groupCommit, null),
+    ...cpuRows(clients, runs),
+  ];
+}
+
+/**
+ * Where the CPU goes, per recorded action, beside a pgbench transaction (both include the load
+ * client): the total row's ratio (pgbench's CPU per transaction over ours per action) is what the
+ * throughput ratio would be if both kept the two cores equally busy.
+ */
+function cpuRows(clients: number, runs: Run[]): ResultRow[] {
+  const total = (c: CpuPerRequest) => c.server + c.postgres + c.client;
+  const row = (figure: string, of: (c: CpuPerRequest) => number, baseline: boolean): ResultRow => {
+    const values = runs.map((r) => of(r.serviceCpu));
+    const base = median(runs.map((r) => of(r.pgbenchCpu)));
+    return {
+      benchmark: "record-action",
+      figure: `CPU per action at ${clients} clients: ${figure}`,
+      value: median(values),
+      unit: "µs",
+      baseline: baseline ? "per pgbench transaction" : "—",
+      baselineValue: baseline ? base : null,
+      ratio: baseline ? base / median(values) : null,
+      better: "lower",
+      target: "—",
+      met: null,
+      spreadPct: spreadPct(values),
+      repeats: runs.length,
+    };
+  };
+  return [
+    row("all processes", total, true),
+    row("service", (c) => c.server, false),
+    row("PostgreSQL", (c) => c.postgres, true),
+    row("load client", (c) => c.client, true),
   ];
 }
 
