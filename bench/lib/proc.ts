@@ -21,14 +21,18 @@ export interface CpuTime {
   systemUs: number;
 }
 
+/**
+ * The fields of /proc/<pid>/stat after the parenthesized command name (which may contain
+ * spaces): [0] state, [1] ppid, … [11] utime, [12] stime, [13] cutime, [14] cstime (clock ticks).
+ */
+const statFields = (stat: string): string[] => stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+const ticksUs = (...ticks: (string | undefined)[]) =>
+  (ticks.reduce((sum, t) => sum + Number(t), 0) / clockTicks) * 1e6;
+
 /** Parent pid and CPU time of `pid` from /proc/<pid>/stat. @throws when the process is gone. */
 export function procStat(pid: number): CpuTime & { ppid: number } {
-  const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
-  // Fields after the parenthesized command name (which may contain spaces): state ppid ...
-  // utime and stime are fields 14 and 15 of the whole line.
-  const f = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-  const us = (ticks: string | undefined) => (Number(ticks) / clockTicks) * 1e6;
-  return { ppid: Number(f[1]), userUs: us(f[11]), systemUs: us(f[12]) };
+  const f = statFields(readFileSync(`/proc/${pid}/stat`, "utf8"));
+  return { ppid: Number(f[1]), userUs: ticksUs(f[11]), systemUs: ticksUs(f[12]) };
 }
 
 /**
@@ -55,10 +59,8 @@ export function rssBytes(pid: number): number {
 
 /** CPU time (µs, user + system) of the processes this process has waited for, e.g. wrk or pgbench. */
 export function waitedChildrenCpuUs(): number {
-  const stat = readFileSync("/proc/self/stat", "utf8");
-  const f = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-  // cutime and cstime are fields 16 and 17 of the whole line.
-  return ((Number(f[13]) + Number(f[14])) / clockTicks) * 1e6;
+  const f = statFields(readFileSync("/proc/self/stat", "utf8"));
+  return ticksUs(f[13], f[14]);
 }
 
 /**
@@ -67,7 +69,7 @@ export function waitedChildrenCpuUs(): number {
  * one cluster at a time, so this is the benchmark's cluster.
  */
 export function postgresCpuUs(): number {
-  let total = 0;
+  let totalUs = 0;
   for (const entry of readdirSync("/proc")) {
     if (!/^\d+$/.test(entry)) continue;
     let stat: string;
@@ -77,12 +79,11 @@ export function postgresCpuUs(): number {
       continue; // exited meanwhile
     }
     if (!stat.includes("(postgres)")) continue;
-    const f = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
-    total += Number(f[11]) + Number(f[12]);
-    // Only the postmaster waits for postgres processes; its children's times are theirs.
-    total += Number(f[13]) + Number(f[14]);
+    const f = statFields(stat);
+    // Only the postmaster waits for postgres processes: its children's times are theirs.
+    totalUs += ticksUs(f[11], f[12], f[13], f[14]);
   }
-  return (total / clockTicks) * 1e6;
+  return totalUs;
 }
 
 /** Idle share of the machine's CPU time (idle + iowait) between two readings of /proc/stat. */

@@ -26,7 +26,7 @@ describe("bench/record-action --quick", () => {
     expect(throughput.ratio).toBeCloseTo(throughput.value / throughput.baselineValue, 6);
     expect(p99.unit).toBe("ms");
     expect(p99.value).toBeGreaterThan(0);
-    const floors = result.rows.slice(2);
+    const floors = result.rows.slice(2, 4);
     expect(floors.map((f: { figure: string }) => f.figure)).toEqual([
       "floor: bare Fastify + one INSERT per request, 4 clients",
       "floor: bare Fastify + group commit, 4 clients",
@@ -35,6 +35,17 @@ describe("bench/record-action --quick", () => {
       expect(f.value).toBeGreaterThan(0);
       expect(f.baselineValue).toBe(throughput.baselineValue);
     }
+    // CPU per action of each party beside pgbench's per transaction; the total is their sum.
+    const [total, service, postgres, client] = result.rows.slice(4);
+    expect(result.rows.slice(4).map((c: { figure: string }) => c.figure)).toEqual(
+      ["all processes", "service", "PostgreSQL", "load client"].map(
+        (p) => `CPU per action at 4 clients: ${p}`,
+      ),
+    );
+    for (const c of [service, postgres, client]) expect(c.value).toBeGreaterThan(0);
+    expect(total.value).toBeCloseTo(service.value + postgres.value + client.value, 3);
+    expect(total.baselineValue).toBeCloseTo(postgres.baselineValue + client.baselineValue, 3);
+    expect(total.ratio).toBeCloseTo(total.baselineValue / total.value, 6);
   });
 });
 
