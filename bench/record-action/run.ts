@@ -30,6 +30,7 @@ import {
   startDatabase,
   startScript,
   startServiceProcess,
+  teardown,
 } from "../lib/parts.js";
 import { pgbenchInsert } from "../lib/pgbench.js";
 import { cpuSeconds, machineIdle, postgresCpuUs, waitedChildrenCpuUs } from "../lib/proc.js";
@@ -109,12 +110,18 @@ async function main() {
   progress(
     `record-action: clients ${clientCounts.join(",")}, ${seconds}s per run, ${repeats} repeats (load client: wrk)`,
   );
+  const stops = teardown();
   const build = buildBundles();
+  stops.push(async () => rmSync(build, { recursive: true, force: true }));
   const cluster = await startDatabase(["tollgate", "pgbench", "minimal"]);
+  stops.push(() => cluster.stop());
   const svc = await startServiceProcess(cluster.urlOf("tollgate"), {}, [], [path.join(build, "service.js")]);
+  stops.push(() => svc.stop());
   const floorEnv = { DATABASE_URL: cluster.urlOf("minimal") };
   const minimal = await startScript("bench/record-action/minimal.ts", [], floorEnv);
+  stops.push(minimal.stop);
   const groupCommit = await startScript("bench/record-action/minimal.ts", ["--group-commit"], floorEnv);
+  stops.push(groupCommit.stop);
   const rows: ResultRow[] = [];
   try {
     const key = await benchOrg(svc, "bench");
@@ -162,11 +169,7 @@ async function main() {
       rows.push(...clientRows(clients, runs));
     }
   } finally {
-    await groupCommit.stop();
-    await minimal.stop();
-    await svc.stop();
-    await cluster.stop();
-    rmSync(build, { recursive: true, force: true });
+    await stops.stopAll();
   }
   report("record-action", rows);
 }
