@@ -10,7 +10,12 @@ import path from "node:path";
 import { createInterface } from "node:readline";
 import { fileURLToPath } from "node:url";
 import pg from "pg";
-import { freePort, type PostgresCluster, startPostgres } from "../../test/support/postgres.js";
+import {
+  freePort,
+  type PostgresCluster,
+  type PostgresOptions,
+  startPostgres,
+} from "../../test/support/postgres.js";
 
 export const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../..");
 
@@ -31,8 +36,9 @@ export function buildBundles(): string {
 /** Starts PostgreSQL and creates `databases` in it. */
 export async function startDatabase(
   databases: string[],
+  options: PostgresOptions = {},
 ): Promise<PostgresCluster & { urlOf(db: string): string }> {
-  const cluster = await startPostgres();
+  const cluster = await startPostgres(options);
   const c = new pg.Client({ connectionString: cluster.url });
   await c.connect();
   for (const db of databases) await c.query(`CREATE DATABASE ${db}`);
@@ -132,21 +138,33 @@ export async function startScript(
   };
 }
 
+/** How a benchmark stops its parts: see {@link teardown}. */
+export interface Teardown {
+  push(stop: () => Promise<unknown>): void;
+  stopAll(): Promise<void>;
+}
+
 /**
  * A benchmark's teardown: `push` registers how to stop a part; `stopAll` stops them newest
  * first, ignoring failures. SIGINT, SIGTERM and SIGHUP run it too and exit with 128 + the
- * signal number, so an interrupted benchmark leaves no process or PostgreSQL behind.
+ * signal number, so an interrupted benchmark leaves no process or PostgreSQL behind. With a
+ * `parent`, it is a scope inside it (parts stopped before the parent goes on): the parent's
+ * stopAll, and so a signal, stops it too.
  */
-export function teardown(): { push(stop: () => Promise<unknown>): void; stopAll(): Promise<void> } {
+export function teardown(parent?: Teardown): Teardown {
   const stops: (() => Promise<unknown>)[] = [];
   const stopAll = async () => {
     for (const stop of stops.splice(0).reverse()) await stop().catch(() => undefined);
   };
-  for (const signal of ["SIGINT", "SIGTERM", "SIGHUP"] as const) {
-    process.once(
-      signal,
-      () => void stopAll().finally(() => process.exit(128 + os.constants.signals[signal])),
-    );
+  if (parent) {
+    parent.push(stopAll);
+  } else {
+    for (const signal of ["SIGINT", "SIGTERM", "SIGHUP"] as const) {
+      process.once(
+        signal,
+        () => void stopAll().finally(() => process.exit(128 + os.constants.signals[signal])),
+      );
+    }
   }
   return { push: (stop) => void stops.push(stop), stopAll };
 }

@@ -14,15 +14,28 @@
  * and the load client (from /proc, over the service's run), beside the CPU per pgbench
  * transaction of PostgreSQL and pgbench, and the machine's idle share in each run.
  *
+ * Two PostgreSQL configurations, each its own cluster, service and floors, run one after the
+ * other (--durability):
+ * - `durable`: PostgreSQL's defaults (fsync, synchronous_commit, full_page_writes on), as a
+ *   production server runs. Every commit waits for a WAL flush, so pgbench's TPS is bound by the
+ *   disk, and the p99 of both by the disk's stalls: a probe (bench/lib/disk.ts) times 8 kB
+ *   write + fdatasync in the data directory, alone, before the runs.
+ * - `no-fsync`: the test suite's settings (all three off): commits cost CPU only, so the ratio
+ *   compares CPU per action with CPU per pgbench transaction.
+ * The p99 rows give pgbench's p99 beside ours, corrected for coordinated omission as wrk
+ * corrects its own (bench/lib/pgbench.ts).
+ *
  * The load: --chains-per-client chains per client (default 4), taken round-robin by wrk's one
  * thread, so that a chain rarely has two actions in flight (a chain's actions are serialized;
  * when two meet, the guarded write retries the second, as it would for an agent).
  *
- *   npx tsx bench/record-action/run.ts [--clients 16,32] [--seconds 10] [--repeats 3] [--quick]
+ *   npx tsx bench/record-action/run.ts [--clients 16,32] [--seconds 10] [--repeats 3]
+ *     [--durability durable,no-fsync] [--quick] [--help]
  */
 import { rmSync } from "node:fs";
 import path from "node:path";
 import { parseArgs } from "node:util";
+import { fdatasyncLatency, type SyncLatency } from "../lib/disk.js";
 import {
   api,
   benchOrg,
@@ -30,9 +43,10 @@ import {
   startDatabase,
   startScript,
   startServiceProcess,
+  type Teardown,
   teardown,
 } from "../lib/parts.js";
-import { pgbenchInsert } from "../lib/pgbench.js";
+import { type PgbenchLatency, pgbenchInsertLatency } from "../lib/pgbench.js";
 import { cpuSeconds, machineIdle, postgresCpuUs, waitedChildrenCpuUs } from "../lib/proc.js";
 import { progress, report } from "../lib/report.js";
 import { median, type ResultRow, spreadPct } from "../lib/stats.js";
@@ -44,14 +58,36 @@ const { values: args } = parseArgs({
     seconds: { type: "string", default: "10" },
     repeats: { type: "string", default: "3" },
     "chains-per-client": { type: "string", default: "4" },
+    durability: { type: "string", default: "durable,no-fsync" },
     quick: { type: "boolean", default: false },
+    help: { type: "boolean", default: false },
   },
 });
+if (args.help) {
+  console.log(
+    "usage: npx tsx bench/record-action/run.ts [--clients 16,32] [--seconds 10] [--repeats 3]\n" +
+      "         [--chains-per-client 4] [--durability durable,no-fsync] [--quick]\n" +
+      "Recorded actions/s and p99 of the service against pgbench's insert TPS on the same PostgreSQL,\n" +
+      "for each PostgreSQL configuration (durable: PostgreSQL's defaults; no-fsync: the tests' settings).\n" +
+      "--quick: 4 clients, 1 s, 1 repeat. Results: bench/results/record-action.{json,md}.",
+  );
+  process.exit(0);
+}
 const quick = args.quick!;
 const clientCounts = (quick ? "4" : args.clients!).split(",").map(Number);
 const seconds = quick ? 1 : Number(args.seconds);
 const repeats = quick ? 1 : Number(args.repeats);
 const chainsPerClient = Number(args["chains-per-client"]);
+/** The PostgreSQL configurations measured, by name: whether commits are durable. */
+const configurations = { durable: "durable PostgreSQL", "no-fsync": "PostgreSQL without fsync" } as const;
+type Durability = keyof typeof configurations;
+const durabilities = args.durability!.split(",") as Durability[];
+for (const d of durabilities) {
+  if (!(d in configurations)) {
+    console.error(`--durability: unknown configuration ${JSON.stringify(d)} (durable, no-fsync)`);
+    process.exit(2);
+  }
+}
 const targets: Record<number, number> = { 16: 0.5, 32: 0.4 };
 const P99_TARGET_MS = 25;
 
@@ -73,7 +109,7 @@ interface CpuPerRequest {
 
 /** One repeat at one client count. */
 interface Run {
-  tps: number;
+  pgbench: PgbenchLatency;
   /** pgbench's run: `server` is 0 (pgbench talks to PostgreSQL directly). */
   pgbenchCpu: CpuPerRequest;
   service: WrkResult;
@@ -108,12 +144,27 @@ const cpuText = (c: CpuPerRequest, server: string) =>
 async function main() {
   requireWrk();
   progress(
-    `record-action: clients ${clientCounts.join(",")}, ${seconds}s per run, ${repeats} repeats (load client: wrk)`,
+    `record-action: clients ${clientCounts.join(",")}, ${seconds}s per run, ${repeats} repeats, PostgreSQL ${durabilities.join(" then ")} (load client: wrk)`,
   );
   const stops = teardown();
   const build = buildBundles();
   stops.push(async () => rmSync(build, { recursive: true, force: true }));
-  const cluster = await startDatabase(["tollgate", "pgbench", "minimal"]);
+  const rows: ResultRow[] = [];
+  try {
+    for (const durability of durabilities) rows.push(...(await measure(durability, build, stops)));
+  } finally {
+    await stops.stopAll();
+  }
+  report("record-action", rows);
+}
+
+/** All runs on one PostgreSQL configuration: its own cluster, service and floors. */
+async function measure(durability: Durability, build: string, parent: Teardown): Promise<ResultRow[]> {
+  const label = configurations[durability];
+  const stops = teardown(parent);
+  const cluster = await startDatabase(["tollgate", "pgbench", "minimal"], {
+    durable: durability === "durable",
+  });
   stops.push(() => cluster.stop());
   const svc = await startServiceProcess(cluster.urlOf("tollgate"), {}, [], [path.join(build, "service.js")]);
   stops.push(() => svc.stop());
@@ -124,6 +175,13 @@ async function main() {
   stops.push(groupCommit.stop);
   const rows: ResultRow[] = [];
   try {
+    if (durability === "durable") {
+      const disk = fdatasyncLatency(cluster.socketDir, seconds);
+      progress(
+        `  ${label}: disk, 8 kB write + fdatasync: p50 ${disk.p50.toFixed(2)} ms, p99 ${disk.p99.toFixed(2)} ms, max ${disk.max.toFixed(0)} ms (${disk.count})`,
+      );
+      rows.push(...diskRows(label, disk));
+    }
     const key = await benchOrg(svc, "bench");
     const chainCount = Math.max(...clientCounts) * chainsPerClient;
     const chains: { chain_id: string }[] = [];
@@ -145,8 +203,8 @@ async function main() {
       for (let i = 0; i < repeats; i++) {
         const { result: base, cpu: pgbenchCpu } = metered(
           null,
-          () => pgbenchInsert(cluster, "pgbench", clients, seconds),
-          (b) => b.tps * seconds,
+          () => pgbenchInsertLatency(cluster, "pgbench", seconds, clients),
+          (b) => b.count,
         );
         const { result: service, cpu: serviceCpu } = metered(
           svc.proc.pid!,
@@ -155,10 +213,10 @@ async function main() {
         );
         const min = runWrk(minimal.address, floorLoad, clients, seconds);
         const gc = runWrk(groupCommit.address, floorLoad, clients, seconds);
-        runs.push({ tps: base.tps, pgbenchCpu, service, serviceCpu, minimal: min, groupCommit: gc });
+        runs.push({ pgbench: base, pgbenchCpu, service, serviceCpu, minimal: min, groupCommit: gc });
         const r = (w: WrkResult) => `${w.perSecond.toFixed(0)}/s (${(w.perSecond / base.tps).toFixed(3)})`;
         progress(
-          `  ${clients} clients, run ${i + 1}: pgbench ${base.tps.toFixed(0)} tps; service ${r(service)}, p50 ${service.p50.toFixed(2)} ms, p99 ${service.p99.toFixed(2)} ms, errors ${service.errors}; floors: one INSERT per request ${r(min)}, group commit ${r(gc)}`,
+          `  ${label}, ${clients} clients, run ${i + 1}: pgbench ${base.tps.toFixed(0)} tps, p99 ${base.p99.toFixed(2)} ms (corrected ${base.p99Corrected.toFixed(2)}), max ${base.max.toFixed(0)} ms; service ${r(service)}, p50 ${service.p50.toFixed(2)} ms, p99 ${service.p99.toFixed(2)} ms, errors ${service.errors}; floors: one INSERT per request ${r(min)}, group commit ${r(gc)}`,
         );
         progress(
           `    CPU: pgbench run ${cpuText(pgbenchCpu, "")}; service run ${cpuText(serviceCpu, "service")}`,
@@ -166,19 +224,38 @@ async function main() {
       }
       const failed = runs.flatMap((r) => [r.service, r.minimal, r.groupCommit]).filter((w) => w.errors > 0);
       if (failed.length) throw new Error(`record-action: failed requests in ${failed.length} runs`);
-      rows.push(...clientRows(clients, runs));
+      rows.push(...clientRows(`${clients} clients, ${label}`, clients, runs));
     }
   } finally {
     await stops.stopAll();
   }
-  report("record-action", rows);
+  return rows;
 }
 
-/** The result rows of one client count. */
-function clientRows(clients: number, runs: Run[]): ResultRow[] {
-  const tps = median(runs.map((r) => r.tps));
+/** The disk probe's rows: p99 and max of 8 kB write + fdatasync, in ms. */
+function diskRows(label: string, disk: SyncLatency): ResultRow[] {
+  const row = (figure: string, value: number): ResultRow => ({
+    benchmark: "record-action",
+    figure: `disk under ${label}: 8 kB write + fdatasync, ${figure}`,
+    value,
+    unit: "ms",
+    baseline: "—",
+    baselineValue: null,
+    ratio: null,
+    better: "lower",
+    target: "—",
+    met: null,
+    spreadPct: null,
+    repeats: 1,
+  });
+  return [row("p99", disk.p99), row("max", disk.max)];
+}
+
+/** The result rows of one client count on one configuration (`at`: "32 clients, …"). */
+function clientRows(at: string, clients: number, runs: Run[]): ResultRow[] {
+  const tps = median(runs.map((r) => r.pgbench.tps));
   const ratioRow = (figure: string, of: (r: Run) => WrkResult, target: number | null): ResultRow => {
-    const ratios = runs.map((r) => of(r).perSecond / r.tps);
+    const ratios = runs.map((r) => of(r).perSecond / r.pgbench.tps);
     return {
       benchmark: "record-action",
       figure,
@@ -195,25 +272,26 @@ function clientRows(clients: number, runs: Run[]): ResultRow[] {
     };
   };
   const p99s = runs.map((r) => r.service.p99);
+  const pgbenchP99 = median(runs.map((r) => r.pgbench.p99Corrected));
   return [
-    ratioRow(`actions/s at ${clients} clients`, (r) => r.service, targets[clients] ?? 0.4),
+    ratioRow(`actions/s at ${at}`, (r) => r.service, targets[clients] ?? 0.4),
     {
       benchmark: "record-action",
-      figure: `p99 at ${clients} clients`,
+      figure: `p99 at ${at}`,
       value: median(p99s),
       unit: "ms",
-      baseline: "—",
-      baselineValue: null,
-      ratio: null,
+      baseline: "pgbench p99, corrected as wrk corrects",
+      baselineValue: pgbenchP99,
+      ratio: pgbenchP99 / median(p99s),
       better: "lower",
       target: `≤ ${P99_TARGET_MS} ms`,
       met: median(p99s) <= P99_TARGET_MS,
       spreadPct: spreadPct(p99s),
       repeats: runs.length,
     },
-    ratioRow(`floor: bare Fastify + one INSERT per request, ${clients} clients`, (r) => r.minimal, null),
-    ratioRow(`floor: bare Fastify + group commit, ${clients} clients`, (r) => r.groupCommit, null),
-    ...cpuRows(clients, runs),
+    ratioRow(`floor: bare Fastify + one INSERT per request, ${at}`, (r) => r.minimal, null),
+    ratioRow(`floor: bare Fastify + group commit, ${at}`, (r) => r.groupCommit, null),
+    ...cpuRows(at, runs),
   ];
 }
 
@@ -222,14 +300,14 @@ function clientRows(clients: number, runs: Run[]): ResultRow[] {
  * client): the total row's ratio (pgbench's CPU per transaction over ours per action) is what the
  * throughput ratio would be if both kept the two cores equally busy.
  */
-function cpuRows(clients: number, runs: Run[]): ResultRow[] {
+function cpuRows(at: string, runs: Run[]): ResultRow[] {
   const total = (c: CpuPerRequest) => c.server + c.postgres + c.client;
   const row = (figure: string, of: (c: CpuPerRequest) => number, baseline: boolean): ResultRow => {
     const values = runs.map((r) => of(r.serviceCpu));
     const base = median(runs.map((r) => of(r.pgbenchCpu)));
     return {
       benchmark: "record-action",
-      figure: `CPU per action at ${clients} clients: ${figure}`,
+      figure: `CPU per action at ${at}: ${figure}`,
       value: median(values),
       unit: "µs",
       baseline: baseline ? "per pgbench transaction" : "—",

@@ -49,8 +49,20 @@ export function freePort(): Promise<number> {
   });
 }
 
+/** How a test cluster trades durability for speed. */
+export interface PostgresOptions {
+  /**
+   * Keep PostgreSQL's durable defaults (fsync, synchronous_commit, full_page_writes on), as a
+   * production server runs. Default false: tests turn them off, since a crash loses nothing
+   * they need.
+   */
+  durable?: boolean;
+  /** Further server settings (`-c name=value`), e.g. shared_buffers. */
+  settings?: Record<string, string>;
+}
+
 /** Starts a fresh cluster; resolves once it accepts connections. */
-export async function startPostgres(): Promise<PostgresCluster> {
+export async function startPostgres(options: PostgresOptions = {}): Promise<PostgresCluster> {
   const binDir = postgresBinDir();
   const dir = mkdtempSync(path.join(os.tmpdir(), "tollgate-pg-"));
   chmodSync(dir, 0o777);
@@ -81,12 +93,10 @@ export async function startPostgres(): Promise<PostgresCluster> {
     "listen_addresses=127.0.0.1",
     "-c",
     `unix_socket_directories=${dir}`,
-    "-c",
-    "fsync=off",
-    "-c",
-    "synchronous_commit=off",
-    "-c",
-    "full_page_writes=off",
+    ...(options.durable
+      ? []
+      : ["-c", "fsync=off", "-c", "synchronous_commit=off", "-c", "full_page_writes=off"]),
+    ...Object.entries(options.settings ?? {}).flatMap(([name, value]) => ["-c", `${name}=${value}`]),
     "-c",
     "max_connections=300",
   ]);
