@@ -53,6 +53,24 @@ export interface ResultRow {
   repeats: number;
 }
 
+/** A row that reports a figure (the median of `values`) without a baseline or target. */
+export function infoRow(benchmark: string, figure: string, unit: string, values: number[]): ResultRow {
+  return {
+    benchmark,
+    figure,
+    value: median(values),
+    unit,
+    baseline: "—",
+    baselineValue: null,
+    ratio: null,
+    better: "lower",
+    target: "—",
+    met: null,
+    spreadPct: spreadPct(values),
+    repeats: values.length,
+  };
+}
+
 const fmt = (n: number | null, digits = 2) =>
   n === null ? "—" : Number.isInteger(n) ? String(n) : n.toFixed(digits);
 

@@ -43,7 +43,7 @@ import { benchOrg, buildBundles, repoRoot, startDatabase, startServiceProcess } 
 import { cpuSeconds, rssBytes } from "../lib/proc.js";
 import { progress, report } from "../lib/report.js";
 import { startEchoUpstream, startSidecarProcess } from "../lib/sidecar-process.js";
-import { median, type ResultRow, spreadPct } from "../lib/stats.js";
+import { infoRow, median, type ResultRow, spreadPct } from "../lib/stats.js";
 
 const { values: args } = parseArgs({
   options: {
@@ -282,20 +282,7 @@ async function main() {
   for (const part of PARTS) {
     for (const phase of ["rest", "peak"] as const) {
       const tsx = runs.tsx.map((r) => r[phase][part]);
-      rows.push({
-        benchmark: "memory",
-        figure: `${figure(part, phase)}, through tsx`,
-        value: median(tsx),
-        unit: "MiB",
-        baseline: "—",
-        baselineValue: null,
-        ratio: null,
-        better: "lower",
-        target: "—",
-        met: null,
-        spreadPct: spreadPct(tsx),
-        repeats,
-      });
+      rows.push(infoRow("memory", `${figure(part, phase)}, through tsx`, "MiB", tsx));
     }
   }
   const perConfig = <T>(pick: (r: Awaited<ReturnType<typeof measure>>) => T) =>

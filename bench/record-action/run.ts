@@ -49,7 +49,7 @@ import {
 import { type PgbenchLatency, pgbenchInsertLatency } from "../lib/pgbench.js";
 import { cpuSeconds, machineIdle, postgresCpuUs, waitedChildrenCpuUs } from "../lib/proc.js";
 import { progress, report } from "../lib/report.js";
-import { median, type ResultRow, spreadPct } from "../lib/stats.js";
+import { infoRow, median, type ResultRow, spreadPct } from "../lib/stats.js";
 import { requireWrk, runWrk, type WrkPost, type WrkResult } from "../lib/wrk.js";
 
 const { values: args } = parseArgs({
@@ -234,21 +234,11 @@ async function measure(durability: Durability, build: string, parent: Teardown):
 
 /** The disk probe's rows: p99 and max of 8 kB write + fdatasync, in ms. */
 function diskRows(label: string, disk: SyncLatency): ResultRow[] {
-  const row = (figure: string, value: number): ResultRow => ({
-    benchmark: "record-action",
-    figure: `disk under ${label}: 8 kB write + fdatasync, ${figure}`,
-    value,
-    unit: "ms",
-    baseline: "—",
-    baselineValue: null,
-    ratio: null,
-    better: "lower",
-    target: "—",
-    met: null,
-    spreadPct: null,
-    repeats: 1,
-  });
-  return [row("p99", disk.p99), row("max", disk.max)];
+  const figure = (p: string) => `disk under ${label}: 8 kB write + fdatasync, ${p}`;
+  return [
+    infoRow("record-action", figure("p99"), "ms", [disk.p99]),
+    infoRow("record-action", figure("max"), "ms", [disk.max]),
+  ];
 }
 
 /** The result rows of one client count on one configuration (`at`: "32 clients, …"). */
