@@ -8,12 +8,7 @@ import path from "node:path";
 import { latencyHistogram, percentilesMs } from "./stats.js";
 
 /** Latency of 8 kB write + fdatasync in ms (p50, p99, max) and how many were timed. */
-export interface SyncLatency {
-  p50: number;
-  p99: number;
-  max: number;
-  count: number;
-}
+export type SyncLatency = ReturnType<typeof percentilesMs>;
 
 /**
  * Writes 8 kB and fdatasyncs it, back to back, for `seconds` in a scratch file under `dir`
