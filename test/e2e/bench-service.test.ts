@@ -17,10 +17,12 @@ interface Row {
   unit: string;
   baselineValue: number | null;
   ratio: number | null;
+  target: string;
+  repeats: number;
 }
 
 describe("bench/record-action --quick", () => {
-  it("measures the service, the pgbench baseline and both floors on durable and no-fsync PostgreSQL (wrk load)", () => {
+  it("measures the service, the pgbench baseline, both floors and (durable) the WAL flush stalls on durable and no-fsync PostgreSQL (wrk load)", () => {
     const r = spawnSync(process.execPath, ["--import", "tsx", "bench/record-action/run.ts", "--quick"], {
       cwd: root,
       encoding: "utf8",
@@ -41,7 +43,8 @@ describe("bench/record-action --quick", () => {
     expect(diskMax!.value).toBeGreaterThanOrEqual(diskP99!.value);
     for (const label of ["durable PostgreSQL", "PostgreSQL without fsync"]) {
       const at = `4 clients, ${label}`;
-      const [throughput, p99, ...rest] = rows.splice(0, 8) as [Row, Row, ...Row[]];
+      const durable = label === "durable PostgreSQL";
+      const [throughput, p99, ...rest] = rows.splice(0, durable ? 10 : 8) as [Row, Row, ...Row[]];
       expect(throughput.figure).toBe(`actions/s at ${at}`);
       expect(throughput.value).toBeGreaterThan(0);
       expect(throughput.baselineValue).toBeGreaterThan(0);
@@ -61,14 +64,40 @@ describe("bench/record-action --quick", () => {
         expect(f.baselineValue).toBe(throughput.baselineValue);
       }
       // CPU per action of each party beside pgbench's per transaction; the total is their sum.
-      const [total, service, postgres, client] = rest.slice(2) as [Row, Row, Row, Row];
-      expect(rest.slice(2).map((c) => c.figure)).toEqual(
+      const [total, service, postgres, client] = rest.slice(2, 6) as [Row, Row, Row, Row];
+      expect(rest.slice(2, 6).map((c) => c.figure)).toEqual(
         ["all processes", "service", "PostgreSQL", "load client"].map((p) => `CPU per action at ${at}: ${p}`),
       );
       for (const c of [service, postgres, client]) expect(c.value).toBeGreaterThan(0);
       expect(total.value).toBeCloseTo(service.value + postgres.value + client.value, 3);
       expect(total.baselineValue).toBeCloseTo(postgres.baselineValue! + client.baselineValue!, 3);
       expect(total.ratio).toBeCloseTo(total.baselineValue! / total.value, 6);
+      // Durable only: how long the WAL flush stood still in the service's runs beside pgbench's.
+      const wal = rest.slice(6);
+      expect(wal.map((w) => w.figure)).toEqual(
+        durable
+          ? ["longest", "time beyond 25 ms"].map(
+              (f) => `WAL flush stood still during the service's runs at ${at}: ${f}`,
+            )
+          : [],
+      );
+      for (const w of wal) {
+        expect(w.value).toBeGreaterThanOrEqual(0);
+        expect(w.baselineValue).toBeGreaterThanOrEqual(0);
+      }
+      if (durable) expect(wal.map((w) => w.unit)).toEqual(["ms", "% of run"]);
+      // Then, when the disk left the run under 1% stalled, the p99 of such runs (here: the one run).
+      const clear = `p99 at ${at}, runs whose WAL flush stood still beyond 25 ms < 1% of the time`;
+      if (durable && wal[1]!.value < 1) {
+        const p99Clear = rows.shift()!;
+        expect(p99Clear).toMatchObject({
+          figure: clear,
+          unit: "ms",
+          value: p99.value,
+          target: "≤ 25 ms",
+          repeats: 1,
+        });
+      }
     }
     expect(rows).toEqual([]);
   }, 180_000);
