@@ -343,7 +343,7 @@ function walRows(at: string, runs: Run[]): ResultRow[] {
         "ms",
         ours,
       ),
-      baseline: "pgbench p99 (corrected), its runs with the same condition",
+      baseline: `pgbench p99 (corrected), its runs with the same condition${theirs.length ? "" : ": none"}`,
       baselineValue: theirs.length ? median(theirs) : null,
       target: `≤ ${P99_TARGET_MS} ms`,
       met: p99 <= P99_TARGET_MS,
