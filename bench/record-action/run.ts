@@ -210,14 +210,14 @@ async function measure(durability: Durability, build: string, parent: Teardown):
     for (const clients of clientCounts) {
       const runs: Run[] = [];
       for (let i = 0; i < repeats; i++) {
-        const pgbenchWatch = durable ? await watchWalFlush(cluster.url, P99_TARGET_MS) : null;
+        const pgbenchWatch = durable ? await watchWalFlush(cluster, P99_TARGET_MS) : null;
         const { result: base, cpu: pgbenchCpu } = metered(
           null,
           () => pgbenchInsertLatency(cluster, "pgbench", seconds, clients),
           (b) => b.count,
         );
         const pgbenchWal = await pgbenchWatch?.stop();
-        const serviceWatch = durable ? await watchWalFlush(cluster.url, P99_TARGET_MS) : null;
+        const serviceWatch = durable ? await watchWalFlush(cluster, P99_TARGET_MS) : null;
         const { result: service, cpu: serviceCpu } = metered(
           svc.proc.pid!,
           () => runWrk(svc.url, load, clients, seconds),
