@@ -116,9 +116,14 @@ export async function watchWalFlush(
   const file = path.join(dir, "samples");
   const out = openSync(file, "w");
   const proc = spawn(path.join(cluster.binDir, "psql"), ["-X", "-q", "-At", "-F", " ", cluster.url], {
-    stdio: ["pipe", out, "inherit"],
+    stdio: ["pipe", out, "pipe"],
   });
   closeSync(out);
+  // Kept for the error below; psql also says "Cancel request sent" when stopped.
+  let stderr = "";
+  proc.stderr!.on("data", (chunk: Buffer) => {
+    stderr += chunk;
+  });
   const exited = new Promise<void>((resolve) => proc.once("exit", () => resolve()));
   // psql reads its next command from stdin once \watch ends; closing stdin then makes it exit.
   proc.stdin!.write(`${POSITIONS} \\watch ${SAMPLE_EVERY_S}\n`);
@@ -133,7 +138,7 @@ export async function watchWalFlush(
   for (const deadline = Date.now() + 10_000; readFileSync(file, "utf8").indexOf("\n") < 0; ) {
     if (proc.exitCode !== null || Date.now() > deadline) {
       await stop();
-      throw new Error(`WAL flush watcher (psql) took no sample (exit ${proc.exitCode})`);
+      throw new Error(`WAL flush watcher (psql) took no sample (exit ${proc.exitCode}): ${stderr.trim()}`);
     }
     await sleep(10);
   }
