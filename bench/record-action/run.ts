@@ -37,6 +37,7 @@
 import { rmSync } from "node:fs";
 import path from "node:path";
 import { parseArgs } from "node:util";
+import type { PostgresCluster } from "../../test/support/postgres.js";
 import { fdatasyncLatency, type SyncLatency } from "../lib/disk.js";
 import {
   api,
@@ -127,9 +128,16 @@ interface Run {
  * Runs `run` and divides the CPU time each party used meanwhile by the requests it served: the
  * server process (all threads), every PostgreSQL process, and this process's waited-for
  * children (wrk or pgbench, run synchronously). The ratio's ceiling on two shared cores is the
- * CPU a pgbench transaction costs over the CPU a recorded action costs.
+ * CPU a pgbench transaction costs over the CPU a recorded action costs. With `walOf`, the WAL
+ * flush of that (durable) cluster is watched around the run (`wal`, else null).
  */
-function metered<T>(serverPid: number | null, run: () => T, requestsOf: (r: T) => number) {
+async function metered<T>(
+  serverPid: number | null,
+  run: () => T,
+  requestsOf: (r: T) => number,
+  walOf: PostgresCluster | null,
+) {
+  const watch = walOf ? await watchWalFlush(walOf, P99_TARGET_MS) : null;
   const server = () => (serverPid === null ? 0 : cpuSeconds(serverPid) * 1e6);
   const [s0, p0, c0, idle] = [server(), postgresCpuUs(), waitedChildrenCpuUs(), machineIdle()];
   const result = run();
@@ -140,7 +148,7 @@ function metered<T>(serverPid: number | null, run: () => T, requestsOf: (r: T) =
     client: (waitedChildrenCpuUs() - c0) / n,
     idle: idle(),
   };
-  return { result, cpu };
+  return { result, cpu, wal: (await watch?.stop()) ?? null };
 }
 
 const walText = (w: WalStalls) =>
@@ -170,10 +178,11 @@ async function main() {
 async function measure(durability: Durability, build: string, parent: Teardown): Promise<ResultRow[]> {
   const label = configurations[durability];
   const stops = teardown(parent);
-  const cluster = await startDatabase(["tollgate", "pgbench", "minimal"], {
-    durable: durability === "durable",
-  });
+  const durable = durability === "durable";
+  const cluster = await startDatabase(["tollgate", "pgbench", "minimal"], { durable });
   stops.push(() => cluster.stop());
+  // Durable runs have their WAL flush watched (see metered).
+  const walOf = durable ? cluster : null;
   const svc = await startServiceProcess(cluster.urlOf("tollgate"), {}, [], [path.join(build, "service.js")]);
   stops.push(() => svc.stop());
   const floorEnv = { DATABASE_URL: cluster.urlOf("minimal") };
@@ -181,7 +190,6 @@ async function measure(durability: Durability, build: string, parent: Teardown):
   stops.push(minimal.stop);
   const groupCommit = await startScript("bench/record-action/minimal.ts", ["--group-commit"], floorEnv);
   stops.push(groupCommit.stop);
-  const durable = durability === "durable";
   const rows: ResultRow[] = [];
   try {
     if (durable) {
@@ -210,20 +218,26 @@ async function measure(durability: Durability, build: string, parent: Teardown):
     for (const clients of clientCounts) {
       const runs: Run[] = [];
       for (let i = 0; i < repeats; i++) {
-        const pgbenchWatch = durable ? await watchWalFlush(cluster, P99_TARGET_MS) : null;
-        const { result: base, cpu: pgbenchCpu } = metered(
+        const {
+          result: base,
+          cpu: pgbenchCpu,
+          wal: pgbenchWal,
+        } = await metered(
           null,
           () => pgbenchInsertLatency(cluster, "pgbench", seconds, clients),
           (b) => b.count,
+          walOf,
         );
-        const pgbenchWal = await pgbenchWatch?.stop();
-        const serviceWatch = durable ? await watchWalFlush(cluster, P99_TARGET_MS) : null;
-        const { result: service, cpu: serviceCpu } = metered(
+        const {
+          result: service,
+          cpu: serviceCpu,
+          wal: serviceWal,
+        } = await metered(
           svc.proc.pid!,
           () => runWrk(svc.url, load, clients, seconds),
           (w) => w.requests,
+          walOf,
         );
-        const serviceWal = await serviceWatch?.stop();
         const min = runWrk(minimal.address, floorLoad, clients, seconds);
         const gc = runWrk(groupCommit.address, floorLoad, clients, seconds);
         const wal = pgbenchWal && serviceWal ? { pgbench: pgbenchWal, service: serviceWal } : null;
@@ -360,22 +374,15 @@ function walRows(at: string, runs: Run[]): ResultRow[] {
 function cpuRows(at: string, runs: Run[]): ResultRow[] {
   const total = (c: CpuPerRequest) => c.server + c.postgres + c.client;
   const row = (figure: string, of: (c: CpuPerRequest) => number, baseline: boolean): ResultRow => {
-    const values = runs.map((r) => of(r.serviceCpu));
+    const info = infoRow(
+      "record-action",
+      `CPU per action at ${at}: ${figure}`,
+      "µs",
+      runs.map((r) => of(r.serviceCpu)),
+    );
+    if (!baseline) return info;
     const base = median(runs.map((r) => of(r.pgbenchCpu)));
-    return {
-      benchmark: "record-action",
-      figure: `CPU per action at ${at}: ${figure}`,
-      value: median(values),
-      unit: "µs",
-      baseline: baseline ? "per pgbench transaction" : "—",
-      baselineValue: baseline ? base : null,
-      ratio: baseline ? base / median(values) : null,
-      better: "lower",
-      target: "—",
-      met: null,
-      spreadPct: spreadPct(values),
-      repeats: runs.length,
-    };
+    return { ...info, baseline: "per pgbench transaction", baselineValue: base, ratio: base / info.value };
   };
   return [
     row("all processes", total, true),
