@@ -101,7 +101,10 @@ const sanitizeString = (value: string, w: Walker): string => {
   }
   if (value.length > w.maxStringLength) {
     w.truncated++;
-    return value.slice(0, w.maxStringLength) + TRUNCATED_SUFFIX;
+    // Never cut between the two halves of a surrogate pair: a lone surrogate cannot be stored.
+    const lastCode = value.charCodeAt(w.maxStringLength - 1);
+    const end = lastCode >= 0xd800 && lastCode <= 0xdbff ? w.maxStringLength - 1 : w.maxStringLength;
+    return value.slice(0, end) + TRUNCATED_SUFFIX;
   }
   return value;
 };

@@ -3,8 +3,9 @@
  * "Verification helpers (sdk.client)"). One method per route; requests and responses are the
  * wire JSON (snake_case), validated with zod. Chain builds on it; the sidecar uses it directly.
  *
- * Errors of every method: BackendUnavailableError (unreachable, per-request timeout, HTTP 5xx),
- * ServiceApiError (other non-2xx, malformed response), the AbortSignal's reason on abort.
+ * Errors of every method: BackendUnavailableError (unreachable, per-request timeout, HTTP
+ * 502/503/504), ServiceApiError (any other non-2xx, 500 included; malformed response),
+ * ServiceTransportError (another transport failure), the AbortSignal's reason on abort.
  * Authentication: `Authorization: Bearer <api key>`.
  */
 import { z } from "zod";

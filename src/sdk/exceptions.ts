@@ -92,8 +92,11 @@ export interface BackendUnavailableDetails {
 }
 
 /**
- * The backend could not be reached (connection error, per-request timeout, HTTP 5xx) and the
- * applicable fail mode is deny (spec: BackendUnavailableError). Nothing is buffered.
+ * The backend could not be reached and the applicable fail mode is deny (spec:
+ * BackendUnavailableError). Nothing is buffered. "Unreachable" means only: connection refused or
+ * reset, DNS failure, host/network unreachable, the per-request timeout, or HTTP 502/503/504
+ * from a proxy in front of the service. A 500 or any other answer of the service is a
+ * ServiceApiError and never reaches the fail modes.
  */
 export class BackendUnavailableError extends Error {
   readonly category: string | null;
@@ -156,8 +159,23 @@ export class RuntimeError extends Error {
 }
 
 /**
- * An API error that is not a policy outcome: 4xx validation/auth/not-found/conflict responses
- * and malformed responses. Carries the service's error body (`code`, `message`, `details`).
+ * A request to the service failed in transport for a reason that is not unreachability (a TLS
+ * or protocol error, a malformed base URL). Not subject to the fail modes: the call fails.
+ */
+export class ServiceTransportError extends Error {
+  /** The network error code (e.g. CERT_HAS_EXPIRED), or null when there is none. */
+  readonly code: string | null;
+  constructor(message: string, code: string | null, options?: ErrorOptions) {
+    super(message, options);
+    this.name = "ServiceTransportError";
+    this.code = code;
+  }
+}
+
+/**
+ * An API error that is not a policy outcome: every non-2xx answer except 502/503/504 — 4xx
+ * validation/auth/not-found/conflict responses, 500 — and malformed responses. Carries the
+ * service's error body (`code`, `message`, `details`). Never subject to the fail modes.
  */
 export class ServiceApiError extends Error {
   readonly statusCode: number;

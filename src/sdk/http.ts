@@ -1,14 +1,18 @@
 /**
  * One HTTP request to the service: global fetch (or an injected one) with a per-request
  * timeout combined with the caller's AbortSignal, JSON in and out, and error mapping:
- * - connection failure, per-request timeout, HTTP 5xx → BackendUnavailableError;
- * - other non-2xx → ServiceApiError with the service's error body (code, message, details);
+ * - the backend is unreachable in the spec's sense — connection refused or reset, DNS failure,
+ *   host or network unreachable, the per-request timeout, or HTTP 502/503/504 from a proxy in
+ *   front — → BackendUnavailableError (the only error the fail modes apply to);
+ * - any other non-2xx (400, 401, 403, 404, 409, 500, ...) → ServiceApiError with the service's
+ *   error body (code, message, details): a server error never lets a call through;
+ * - any other transport failure (TLS, protocol, malformed URL) → ServiceTransportError;
  * - caller abort → rejects with the signal's reason.
  * Error messages name the route template (`GET /public/v2/verify/{token}`), never the concrete
  * path, so bearer secrets in paths cannot leak into errors.
  */
 import type { z } from "zod";
-import { BackendUnavailableError, ServiceApiError } from "./exceptions.js";
+import { BackendUnavailableError, ServiceApiError, ServiceTransportError } from "./exceptions.js";
 import { abortReason } from "./sleep.js";
 
 /** What one request needs. */
@@ -34,12 +38,38 @@ export interface RequestOptions<T> {
   secretPath?: boolean;
 }
 
-const networkCode = (err: unknown): string => {
-  const cause = (err as { cause?: { code?: unknown; message?: unknown } })?.cause;
-  if (typeof cause?.code === "string") return cause.code;
-  if (typeof cause?.message === "string") return cause.message;
-  return err instanceof Error ? err.message : "network error";
+/** The error code of a failed fetch (undici puts it on `cause`, node:http on the error itself). */
+const networkCode = (err: unknown): string | null => {
+  const e = err as { code?: unknown; cause?: { code?: unknown } } | null;
+  if (typeof e?.cause?.code === "string") return e.cause.code;
+  if (typeof e?.code === "string") return e.code;
+  return null;
 };
+
+/**
+ * Network error codes that mean "the backend is unreachable" (spec: BackendUnavailableError):
+ * connection refused or reset, DNS failure, host or network unreachable, connect timeout, and
+ * the socket closed by the other side before an answer. Anything else is not unreachability.
+ */
+export const UNREACHABLE_CODES: ReadonlySet<string> = new Set([
+  "ECONNREFUSED",
+  "ECONNRESET",
+  "EPIPE",
+  "ENOTFOUND",
+  "EAI_AGAIN",
+  "EAI_NONAME",
+  "EHOSTUNREACH",
+  "ENETUNREACH",
+  "EHOSTDOWN",
+  "ENETDOWN",
+  "ETIMEDOUT",
+  "UND_ERR_CONNECT_TIMEOUT",
+  "UND_ERR_SOCKET",
+  "UND_ERR_CLOSED",
+]);
+
+/** HTTP statuses a proxy in front of the service answers when the service cannot be reached. */
+export const UNREACHABLE_STATUSES: ReadonlySet<number> = new Set([502, 503, 504]);
 
 /** Error body fields of the service (`{statusCode, code, error, message, details}`). */
 const errorFields = (
@@ -59,8 +89,10 @@ const errorFields = (
 
 /**
  * Performs one request and returns the validated JSON body.
- * @throws BackendUnavailableError (unreachable, timeout, 5xx), ServiceApiError (other non-2xx,
- *   or a 2xx body that fails `schema`), or the caller signal's reason when it aborts.
+ * @throws BackendUnavailableError (unreachable: see UNREACHABLE_CODES, the timeout, HTTP
+ *   502/503/504), ServiceApiError (any other non-2xx, 500 included, or a 2xx body that fails
+ *   `schema`), ServiceTransportError (another transport failure), or the caller signal's reason
+ *   when it aborts.
  */
 export async function requestJson<T>(
   http: HttpSettings,
@@ -85,17 +117,26 @@ export async function requestJson<T>(
   if (opts.auth !== false && http.apiKey) headers.authorization = `Bearer ${http.apiKey}`;
   if (opts.body !== undefined) headers["content-type"] = "application/json";
 
-  const unavailable = (err: unknown): never => {
+  const failed = (err: unknown): never => {
     if (caller?.aborted) throw abortReason(caller);
+    const cause = opts.secretPath ? undefined : err;
     if (timedOut) {
       throw new BackendUnavailableError(
         `${opts.route}: no response from the governance service within ${http.timeoutMs / 1000} s`,
-        { cause: opts.secretPath ? undefined : err },
+        { cause },
       );
     }
-    throw new BackendUnavailableError(
-      `${opts.route}: cannot reach the governance service at ${http.baseUrl} (${networkCode(err)})`,
-      { cause: opts.secretPath ? undefined : err },
+    const code = networkCode(err);
+    if (code !== null && UNREACHABLE_CODES.has(code)) {
+      throw new BackendUnavailableError(
+        `${opts.route}: cannot reach the governance service at ${http.baseUrl} (${code})`,
+        { cause },
+      );
+    }
+    throw new ServiceTransportError(
+      `${opts.route}: the request to the governance service at ${http.baseUrl} failed (${code ?? (err instanceof Error ? err.message : "unknown error")})`,
+      code,
+      { cause },
     );
   };
 
@@ -111,7 +152,7 @@ export async function requestJson<T>(
     status = res.status;
     text = await res.text();
   } catch (err) {
-    return unavailable(err);
+    return failed(err);
   } finally {
     clearTimeout(timer);
     caller?.removeEventListener("abort", onAbort);
@@ -125,7 +166,7 @@ export async function requestJson<T>(
       body = undefined;
     }
   }
-  if (status >= 500) {
+  if (UNREACHABLE_STATUSES.has(status)) {
     throw new BackendUnavailableError(`${opts.route}: the governance service answered HTTP ${status}`);
   }
   if (status < 200 || status >= 300) {
@@ -149,7 +190,13 @@ export async function requestJson<T>(
   return parsed.data;
 }
 
-/** Whether an error during approval polling is transient (retried on the next tick). */
+/**
+ * Whether an error during approval polling is transient (retried on the next tick, spec:
+ * "Transient backend errors during approval polling do not fail the approval"). Retrying keeps
+ * the caller waiting, so a 5xx here can never turn into an allow.
+ */
 export const isTransient = (err: unknown): boolean =>
   err instanceof BackendUnavailableError ||
-  (err instanceof ServiceApiError && (err.statusCode === 408 || err.statusCode === 429));
+  err instanceof ServiceTransportError ||
+  (err instanceof ServiceApiError &&
+    (err.statusCode === 408 || err.statusCode === 429 || err.statusCode >= 500));

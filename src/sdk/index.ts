@@ -65,6 +65,7 @@ export {
   ServiceApiError,
   ServiceKillSwitchError,
   ServicePolicyError,
+  ServiceTransportError,
   VerificationError,
 } from "./exceptions.js";
 export { McpAdapter, type McpAdapterOptions, type ToolCallOptions } from "./mcp.js";

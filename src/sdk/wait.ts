@@ -2,7 +2,7 @@
  * Blocking on an approval gate (spec: "States and transitions" pending_approval rows,
  * "Limits" → approval polling). Polls GET /v1/chains/{id}/approval-status every
  * pollIntervalMs (5000 ms: constant, no backoff, no tiering). A transient error (backend
- * unreachable, per-request timeout, 5xx, 408/429) is ignored and retried on the next tick. The
+ * unreachable, per-request timeout, any 5xx, 408/429, another transport failure) is ignored and retried on the next tick. The
  * local wait window is defaultApprovalTimeoutHours from the start of the wait.
  *
  * Long-poll (internals.longPoll, the default; beyond the spec): each poll asks the service to

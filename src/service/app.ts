@@ -9,7 +9,9 @@ import {
   serializerCompiler,
   validatorCompiler,
 } from "fastify-type-provider-zod";
+import { MAX_BODY_BYTES } from "../contract/v1/limits.js";
 import { API_KEY_PREFIX, ApiKeyCache, authenticate, bearerOf } from "./auth.js";
+import { rejectUnsafeInput, requirePrincipal } from "./boundary.js";
 import { type Clock, systemClock } from "./clock.js";
 import type { ServiceContext } from "./context.js";
 import { dashboardPlugin } from "./dashboard/plugin.js";
@@ -23,7 +25,7 @@ import { SigningKeys } from "./domain/keys.js";
 import { OrgConfigCache } from "./domain/orgs.js";
 import { RecordBatcher } from "./domain/record-batch.js";
 import { ApiError, errorBody } from "./errors.js";
-import { createLogger, type Logger, lazyChildLogger } from "./logger.js";
+import { createLogger, type Logger, lazyChildLogger, safeUrl } from "./logger.js";
 import { createMetrics } from "./metrics.js";
 import { createOutboxWorker, type SmtpConfig } from "./notify/index.js";
 import type { OidcConfig } from "./oidc/settings.js";
@@ -95,7 +97,7 @@ export async function buildService(opts: ServiceOptions): Promise<Service> {
     requestTimeout: 120_000,
     connectionTimeout: 130_000,
     keepAliveTimeout: 72_000,
-    bodyLimit: 1024 * 1024,
+    bodyLimit: MAX_BODY_BYTES,
     trustProxy: false,
   });
   app.setValidatorCompiler(validatorCompiler);
@@ -114,16 +116,23 @@ export async function buildService(opts: ServiceOptions): Promise<Service> {
     if (secret && !req.principal)
       throw new ApiError(401, "TG_ERR_UNAUTHENTICATED", "The API key or session is invalid or revoked");
   });
+  app.addHook("onRequest", requirePrincipal);
+  app.addHook("preValidation", rejectUnsafeInput);
 
   app.setErrorHandler((err: FastifyError | ApiError, req, reply) => {
     if (err instanceof ApiError) {
       return reply.code(err.statusCode).send(errorBody(err.statusCode, err.code, err.message, err.details));
     }
     if (hasZodFastifySchemaValidationErrors(err)) {
-      const issues = err.validation.map((v) => ({
-        path: [err.validationContext ?? "body", ...v.instancePath.split("/").filter(Boolean)].join("."),
-        message: v.message ?? "invalid",
-      }));
+      const issues = err.validation.map((v) => {
+        const location = err.validationContext ?? "body";
+        return {
+          path: [location, ...v.instancePath.split("/").filter(Boolean)].join("."),
+          pointer: v.instancePath === "/" ? "" : v.instancePath,
+          location,
+          message: v.message ?? "invalid",
+        };
+      });
       const first = issues[0]!;
       return reply
         .code(400)
@@ -139,7 +148,7 @@ export async function buildService(opts: ServiceOptions): Promise<Service> {
   app.setNotFoundHandler((req, reply) =>
     reply
       .code(404)
-      .send(errorBody(404, "TG_ERR_NOT_FOUND", `Route ${req.method} ${req.url.split("?")[0]} not found`)),
+      .send(errorBody(404, "TG_ERR_NOT_FOUND", `Route ${req.method} ${safeUrl(req.url)} not found`)),
   );
 
   await app.register(healthRoutes, { isShuttingDown: () => shuttingDown });
