@@ -33,10 +33,12 @@ import { adminRoutes } from "./routes/admin.js";
 import { approvalRoutes } from "./routes/approvals.js";
 import { chainRoutes } from "./routes/chains.js";
 import { healthRoutes } from "./routes/health.js";
+import { openApiPlugin } from "./routes/openapi.js";
 import { outcomeRoutes } from "./routes/outcomes.js";
 import { verificationRoutes } from "./routes/verification.js";
 import { deriveKey } from "./secrets.js";
 import "./context.js";
+import { VERSION } from "../version.js";
 
 /** Options of buildService. Secrets: masterKey, adminToken. */
 export interface ServiceOptions {
@@ -151,6 +153,7 @@ export async function buildService(opts: ServiceOptions): Promise<Service> {
       .send(errorBody(404, "TG_ERR_NOT_FOUND", `Route ${req.method} ${safeUrl(req.url)} not found`)),
   );
 
+  await app.register(openApiPlugin, { version: VERSION });
   await app.register(healthRoutes, { isShuttingDown: () => shuttingDown });
   await app.register(chainRoutes);
   await app.register(approvalRoutes);
