@@ -34,6 +34,12 @@ export const DEFAULT_SENSITIVE_VALUE_PREFIXES: readonly string[] = [
 /** The prefix of Tollgate service API keys; redacted like the default value prefixes. */
 export const DEFAULT_API_KEY_PREFIX = "tg_";
 
+/**
+ * Every prefix of a secret the service issues: API keys (tg_), dashboard sessions (tgs_), public
+ * verification tokens (tgp_) and the service admin token (tga_). All are redacted by default.
+ */
+export const SERVICE_SECRET_PREFIXES: readonly string[] = [DEFAULT_API_KEY_PREFIX, "tgs_", "tgp_", "tga_"];
+
 /** Default maximum string length (characters) before truncation. */
 export const DEFAULT_MAX_STRING_LENGTH = 1000;
 
@@ -91,7 +97,7 @@ export const isSensitiveKey = (
 /** Whether `value` starts with one of `prefixes`. */
 export const hasSensitivePrefix = (
   value: string,
-  prefixes: readonly string[] = [...DEFAULT_SENSITIVE_VALUE_PREFIXES, DEFAULT_API_KEY_PREFIX],
+  prefixes: readonly string[] = [...DEFAULT_SENSITIVE_VALUE_PREFIXES, ...SERVICE_SECRET_PREFIXES],
 ): boolean => prefixes.some((prefix) => value.startsWith(prefix));
 
 const sanitizeString = (value: string, w: Walker): string => {
@@ -101,12 +107,19 @@ const sanitizeString = (value: string, w: Walker): string => {
   }
   if (value.length > w.maxStringLength) {
     w.truncated++;
-    // Never cut between the two halves of a surrogate pair: a lone surrogate cannot be stored.
-    const lastCode = value.charCodeAt(w.maxStringLength - 1);
-    const end = lastCode >= 0xd800 && lastCode <= 0xdbff ? w.maxStringLength - 1 : w.maxStringLength;
-    return value.slice(0, end) + TRUNCATED_SUFFIX;
+    return cutText(value, w.maxStringLength) + TRUNCATED_SUFFIX;
   }
   return value;
+};
+
+/**
+ * The first `max` UTF-16 units of `value`, one fewer when the cut would split a surrogate pair:
+ * a lone surrogate can be neither stored nor signed (the service refuses it).
+ */
+export const cutText = (value: string, max: number): string => {
+  if (value.length <= max) return value;
+  const last = value.charCodeAt(max - 1);
+  return value.slice(0, last >= 0xd800 && last <= 0xdbff ? max - 1 : max);
 };
 
 /** Sanitized value; undefined means "drop" (functions, symbols, undefined). */
@@ -202,7 +215,12 @@ export const sanitizePayload = (
   const apiKeyPrefix = opts.apiKeyPrefix ? opts.apiKeyPrefix : DEFAULT_API_KEY_PREFIX;
   const w: Walker = {
     fieldPatterns: [...DEFAULT_SENSITIVE_FIELD_PATTERNS, ...nonEmpty(opts.fieldPatterns)],
-    valuePrefixes: [...DEFAULT_SENSITIVE_VALUE_PREFIXES, apiKeyPrefix, ...nonEmpty(opts.valuePrefixes)],
+    valuePrefixes: [
+      ...DEFAULT_SENSITIVE_VALUE_PREFIXES,
+      apiKeyPrefix,
+      ...SERVICE_SECRET_PREFIXES,
+      ...nonEmpty(opts.valuePrefixes),
+    ],
     maxStringLength,
     redacted: 0,
     truncated: 0,
@@ -212,3 +230,40 @@ export const sanitizePayload = (
   const sanitized = isRecord ? walk(payload, 0, w) : {};
   return { payload: sanitized as Record<string, unknown>, redacted: w.redacted, truncated: w.truncated };
 };
+
+/** A `name=value`, `name: value` or `"name": "value"` pair inside free text. */
+const TEXT_PAIR = /(["']?)([A-Za-z0-9_.-]+)\1(\s*[:=]\s*)("[^"]*"|'[^']*'|[^\s"',;&]+)/g;
+/** A word of free text: what stands between white space, quotes, brackets and separators. */
+const TEXT_WORD = /[^\s"'`()<>[\]{},;:=&]+/g;
+
+/**
+ * Redacts secrets inside free text — chain names, approval notes, failure messages — with the
+ * payload rules applied to its parts (README "Secrets outside the payload"):
+ * - a `name=value` or `name: value` pair (quotes allowed) whose name contains a field pattern has
+ *   its value replaced by "[REDACTED]" (a number under an LLM token-count name is kept);
+ * - any word that starts with a value prefix (the spec's defaults, every prefix the service
+ *   issues, custom ones) is replaced by "[REDACTED]".
+ * Pure. Never lengthens a text by more than the markers it inserts.
+ */
+export function redactText(
+  text: string,
+  opts: Pick<SanitizeOptions, "fieldPatterns" | "valuePrefixes"> = {},
+): string {
+  const nonEmpty = (list: readonly string[] | undefined): string[] =>
+    (list ?? []).filter((p) => p.length > 0);
+  const fieldPatterns = [...DEFAULT_SENSITIVE_FIELD_PATTERNS, ...nonEmpty(opts.fieldPatterns)];
+  const valuePrefixes = [
+    ...DEFAULT_SENSITIVE_VALUE_PREFIXES,
+    ...SERVICE_SECRET_PREFIXES,
+    ...nonEmpty(opts.valuePrefixes),
+  ];
+  return text
+    .replace(TEXT_PAIR, (pair, q: string, name: string, sep: string, value: string) => {
+      if (!isSensitiveKey(name, fieldPatterns) || isTokenCount(name, Number(value))) return pair;
+      const quote = value[0] === '"' || value[0] === "'" ? value[0] : "";
+      return `${q}${name}${q}${sep}${quote}${REDACTED}${quote}`;
+    })
+    .replace(TEXT_WORD, (word) =>
+      word !== REDACTED && hasSensitivePrefix(word, valuePrefixes) ? REDACTED : word,
+    );
+}

@@ -13,8 +13,10 @@
  *   mark a failure, after which dispose does nothing).
  */
 import { z } from "zod";
+import { MAX_BODY_BYTES } from "../contract/v1/limits.js";
 import { extractFacts } from "../policy/facts.js";
 import { mergePolicyConfig } from "../policy/merge.js";
+import { cutText, redactText, sanitizePayload } from "../policy/sanitize.js";
 import {
   type Action,
   defaultPolicyConfig,
@@ -174,7 +176,15 @@ export class Chain {
       const created = await this.client.createChain(
         {
           name: this.name,
-          metadata: { ...this.metadata },
+          // Metadata leaves the process like a payload: secrets redacted, strings kept whole.
+          metadata: sanitizePayload(
+            { ...this.metadata },
+            {
+              fieldPatterns: this.config.sensitiveFieldPatterns ?? [],
+              valuePrefixes: this.config.sensitiveValuePatterns ?? [],
+              maxStringLength: MAX_BODY_BYTES,
+            },
+          ).payload,
           policy_config: this.policyConfig as Record<string, unknown>,
           environment: this.config.environment,
         },
@@ -367,8 +377,11 @@ export class Chain {
   #failure(error: unknown): { mode: string; message: string } {
     const mode = error instanceof Error ? error.name || error.constructor.name || "Error" : typeof error;
     const raw = error instanceof Error ? error.message : String(error);
-    const message = String(sanitizeForConfig({ message: raw }, this.config).message ?? "");
-    return { mode: mode.slice(0, 200), message: message.slice(0, 2000) };
+    const message = redactText(raw, {
+      fieldPatterns: this.config.sensitiveFieldPatterns ?? [],
+      valuePrefixes: this.config.sensitiveValuePatterns ?? [],
+    });
+    return { mode: cutText(mode, 200), message: cutText(message, 2000) };
   }
 }
 

@@ -4,6 +4,7 @@
  */
 import type { FastifyBaseLogger } from "fastify";
 import pino, { type Logger, type LoggerOptions } from "pino";
+import { redactText } from "../policy/sanitize.js";
 
 /** Paths pino redacts; covers request headers, config objects and common secret field names. */
 export const redactPaths = [
@@ -45,8 +46,15 @@ export function safeUrl(url: string): string {
     .replace(/\/(tgp|tgs|tga|tg)_[A-Za-z0-9_-]+/g, "/$1_[REDACTED]");
 }
 
-/** pino serializers for Fastify's request and reply log lines. */
+/** pino serializers for Fastify's request and reply log lines, and for errors. */
 export const serializers = {
+  /** An error's message and stack can quote input (a database error quotes the value): redacted. */
+  err: (err: Error) => {
+    const s = pino.stdSerializers.err(err);
+    s.message = redactText(s.message);
+    if (s.stack) s.stack = redactText(s.stack);
+    return s;
+  },
   req: (req: { method?: string; url?: string; ip?: string; socket?: { remoteAddress?: string } }) => ({
     method: req.method,
     url: safeUrl(req.url ?? ""),

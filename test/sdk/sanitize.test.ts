@@ -140,3 +140,26 @@ describe("payload sanitization", () => {
     await chain.exit();
   });
 });
+
+describe("metadata and failure messages leave the process sanitized too", () => {
+  it("secrets in chain metadata and in the failure message never cross the wire", async () => {
+    const chain = new Chain("meta-secrets", {
+      metadata: {
+        owner: "team-a",
+        db_password: "meta-hunter2-7",
+        note: "sk_live_meta_8",
+        long: "x".repeat(5000),
+      },
+      config: env.config({ backendUrl: proxy.url }),
+    });
+    await chain.enter();
+    await chain.exit(new Error("crashed holding ghp_failure_secret_9 and password=meta-pw-10"));
+    const bodies = JSON.stringify(proxy.requestBodies(/POST \/v1\/chains(\/[^/]+\/complete)? /));
+    for (const s of ["meta-hunter2-7", "sk_live_meta_8", "ghp_failure_secret_9", "meta-pw-10"])
+      expect(bodies).not.toContain(s);
+    const stored = await env.stored(chain.chainId!);
+    expect(stored.metadata).toMatchObject({ owner: "team-a", db_password: "[REDACTED]", note: "[REDACTED]" });
+    expect((stored.metadata.long as string).length).toBe(5000);
+    expect(stored.failure?.message).toBe("crashed holding [REDACTED] and password=[REDACTED]");
+  });
+});

@@ -24,7 +24,9 @@ describe("the OpenAPI document", () => {
 
   it("is a valid OpenAPI 3.1 document", async () => {
     expect(doc.openapi).toBe("3.1.0");
-    const result = await new Validator().validate(structuredClone(doc) as object);
+    const result = await new Validator().validate(
+      structuredClone(doc) as unknown as Parameters<Validator["validate"]>[0],
+    );
     expect(result.errors ?? []).toEqual([]);
     expect(result.valid).toBe(true);
   });

@@ -5,6 +5,7 @@
  */
 import { randomUUID } from "node:crypto";
 import { z } from "zod";
+import { redactText } from "../../policy/sanitize.js";
 import type { PolicyDecision } from "../../policy/schema.js";
 import type { Clock } from "../clock.js";
 import type { Database, Queryable } from "../db/pool.js";
@@ -211,7 +212,8 @@ export async function decideApproval(
       await timeOut(q, a, nowMs, approvalKey);
       return "timed_out";
     }
-    const notes = opts.body.notes?.trim() || null;
+    // Reviewers paste things: the payload's secret rules apply to notes too.
+    const notes = redactText(opts.body.notes?.trim() ?? "") || null;
     if (opts.body.decision === "deny") {
       await resolve(q, a, {
         status: "denied",

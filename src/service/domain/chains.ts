@@ -5,9 +5,10 @@
  */
 import { randomUUID } from "node:crypto";
 import { z } from "zod";
+import { MAX_BODY_BYTES } from "../../contract/v1/limits.js";
 import { evaluate } from "../../policy/engine.js";
 import { mergePolicyConfig } from "../../policy/merge.js";
-import { sanitizePayload } from "../../policy/sanitize.js";
+import { redactText, sanitizePayload } from "../../policy/sanitize.js";
 import {
   type Action,
   ActionSchema,
@@ -115,8 +116,10 @@ export async function createChain(
     [
       id,
       org.id,
-      opts.body.name,
-      opts.body.metadata,
+      // Names and metadata are shown in receipts and the dashboard: secrets are redacted here
+      // with the payload's rules (strings are not truncated, nesting is cut at 20 levels).
+      redactText(opts.body.name),
+      sanitizePayload(opts.body.metadata, { maxStringLength: MAX_BODY_BYTES }).payload,
       opts.body.policy_config,
       opts.body.environment ?? org.environment,
       new Date(opts.clock.nowMs()),

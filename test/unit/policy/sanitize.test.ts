@@ -6,6 +6,8 @@ import {
   DEFAULT_SENSITIVE_VALUE_PREFIXES,
   MAX_PAYLOAD_DEPTH,
   REDACTED,
+  redactText,
+  SERVICE_SECRET_PREFIXES,
   sanitizePayload,
   TRUNCATED_DEPTH,
   TRUNCATED_SUFFIX,
@@ -225,5 +227,41 @@ describe("token counts", () => {
       refresh_token: "[REDACTED]",
       prompt_tokens: "[REDACTED]",
     });
+  });
+});
+
+describe("every prefix the service issues is redacted by default", () => {
+  it.each(SERVICE_SECRET_PREFIXES)("%s…", (prefix) => {
+    expect(sanitizePayload({ v: `${prefix}abcdef` }).payload.v).toBe(REDACTED);
+    expect(redactText(`the key is ${prefix}abcdef, keep it`)).toBe(`the key is ${REDACTED}, keep it`);
+  });
+});
+
+describe("redactText: the payload rules inside free text", () => {
+  it.each([
+    ["use sk_live_abc to pay", `use ${REDACTED} to pay`],
+    ["password=hunter2 and more", `password=${REDACTED} and more`],
+    ['{"api_key": "abc 123"}', `{"api_key": "${REDACTED}"}`],
+    ["my_secret: 'x y' ok", `my_secret: '${REDACTED}' ok`],
+    ["Authorization: Bearer eyJhbGciOi.x.y", `Authorization: Bearer ${REDACTED}`],
+    ["AKIAIOSFODNN7EXAMPLE leaked", `${REDACTED} leaked`],
+    ["(ghp_abc)", `(${REDACTED})`],
+  ])("%j → %j", (text, expected) => {
+    expect(redactText(text)).toBe(expected);
+  });
+
+  it.each([
+    "input_tokens: 120 used",
+    "see https://example.com/a?x=1",
+    "approved after a call with finance",
+    "",
+  ])("leaves %j alone", (text) => {
+    expect(redactText(text)).toBe(text);
+  });
+
+  it("custom patterns are appended", () => {
+    expect(
+      redactText("internal id=abc, ticket: INC-42", { fieldPatterns: ["ticket"], valuePrefixes: ["abc"] }),
+    ).toBe(`internal id=${REDACTED}, ticket: ${REDACTED}`);
   });
 });
