@@ -176,7 +176,8 @@ describe("schemathesis against the real service", () => {
           "true",
           ...filter,
         ],
-        { stdio: ["ignore", "pipe", "pipe"] },
+        // Its working files (.schemathesis/) go to the test's temporary directory.
+        { cwd: dir, stdio: ["ignore", "pipe", "pipe"] },
       );
       let output = "";
       child.stdout.on("data", (d) => (output += d));
