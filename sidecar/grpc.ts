@@ -7,7 +7,6 @@
  * `tollgate-decision-bin` (a serialized tollgate.v1.Decision).
  */
 import * as grpc from "@grpc/grpc-js";
-import { ReflectionService } from "@grpc/reflection";
 import { HealthImplementation } from "grpc-health-check";
 import type { PolicyDecision } from "../src/sdk/index.js";
 import { ErrorCode, GatewayError } from "./errors.js";
@@ -15,7 +14,8 @@ import type { Decision } from "./generated/tollgate/v1/Decision.js";
 import type { ToolGatewayHandlers } from "./generated/tollgate/v1/ToolGateway.js";
 import type { Governor } from "./governor.js";
 import type { Logger } from "./logger.js";
-import { encodeDecision, gatewayService, loadGateway, SERVICE_NAME } from "./proto.js";
+import { encodeDecision, gatewayService, SERVICE_NAME } from "./proto.js";
+import { createReflectionService } from "./reflection.js";
 import { jsonToStruct } from "./struct.js";
 import {
   type InvokeInput,
@@ -189,7 +189,7 @@ export function createGrpcServer(o: GrpcServerOptions): {
   server.addService(gatewayService(), gatewayHandlers(o) as unknown as grpc.UntypedServiceImplementation);
   const health = new HealthImplementation({ "": "NOT_SERVING", [SERVICE_NAME]: "NOT_SERVING" });
   health.addToServer(server);
-  new ReflectionService(loadGateway().definition).addToServer(server);
+  createReflectionService().addToServer(server);
   return { server, health };
 }
 
