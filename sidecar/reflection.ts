@@ -134,8 +134,8 @@ function linkDependencies(files: Map<string, FileProto>): void {
   };
   for (const [name, f] of files) {
     const deps = new Set<string>();
-    const use = (ref: string | null | undefined, scope: string): string | null | undefined => {
-      if (!ref) return ref;
+    const use = (ref: string | null | undefined, scope: string): string | undefined => {
+      if (!ref) return undefined;
       const fqn = resolve(ref, scope);
       if (!fqn) throw new Error(`reflection: cannot resolve type ${ref} in ${scope || name}`);
       const dep = owner.get(fqn.slice(1))!;
