@@ -6,7 +6,12 @@
  */
 import { createHash, randomUUID } from "node:crypto";
 import { formatReceiptNumber } from "../../src/receipts/number.js";
-import type { ReceiptApproval, ReceiptBody, ReceiptEvent } from "../../src/receipts/schema.js";
+import {
+  EVENT_CHAIN_FORMAT,
+  type ReceiptApproval,
+  type ReceiptBody,
+  type ReceiptEvent,
+} from "../../src/receipts/schema.js";
 
 const START_MS = Date.UTC(2026, 0, 15, 12);
 const AGENTS = ["planner", "researcher", "payer", "mailer"];
@@ -43,6 +48,8 @@ function event(i: number): ReceiptEvent {
             duration_ms: 12 + (i % 50) * 1.5,
             result_sha256: createHash("sha256").update(String(i)).digest("hex"),
           },
+    // synthetic, like the rest: the bench measures signing, not the event hash chain
+    event_hash: `sha256:${createHash("sha256").update(`event-${i}`).digest("hex")}`,
   };
 }
 
@@ -101,6 +108,11 @@ export function receiptBody(sequence: number, events: number, previousHash: stri
     },
     approvals,
     events_summary: summary,
+    event_chain: {
+      format: EVENT_CHAIN_FORMAT,
+      event_count: events,
+      head_hash: summary.at(-1)?.event_hash ?? null,
+    },
     policy_version: "cfg-3f2a",
     previous_receipt_hash: previousHash,
   };

@@ -1,13 +1,21 @@
 /**
- * Human-readable output of `tollgate verify`: one line per receipt, its problems indented under
- * it, then the export-level checks and a one-line result.
+ * Human-readable output of `tollgate verify`: one line per receipt (signature, link, events,
+ * approvals), its problems indented under it, then the export-level checks, the checkpoint and
+ * a one-line result.
  */
 import type { ExportReport } from "./verify-export.js";
 
 const pad = (text: string, width: number) => text.padEnd(width);
 
-/** The text report; `jwksSource` is the --jwks argument, or null when the export's keys were used. */
-export function formatReport(r: ExportReport, jwksSource: string | null): string {
+/**
+ * The text report; `jwksSource` and `approvalJwksSource` are the --jwks and --approval-jwks
+ * arguments, or null when the export's own keys were used.
+ */
+export function formatReport(
+  r: ExportReport,
+  jwksSource: string | null,
+  approvalJwksSource: string | null = null,
+): string {
   const lines: string[] = [];
   const range =
     r.receipt_count === 0
@@ -19,17 +27,29 @@ export function formatReport(r: ExportReport, jwksSource: string | null): string
       ? `Keys: ${r.key_count} from ${jwksSource}`
       : `Keys: ${r.key_count} from the export itself; this checks consistency, not origin (pass --jwks <service>/.well-known/tollgate/receipt-keys.json)`,
   );
+  lines.push(
+    approvalJwksSource
+      ? `Approval keys: ${r.approval_key_count} from ${approvalJwksSource}`
+      : `Approval keys: ${r.approval_key_count} from the export itself (pass --approval-jwks <service>/.well-known/tollgate/approval-keys.json)`,
+  );
+  lines.push(`Evidence: ${r.event_count} events, ${r.approval_count} approvals`);
   lines.push("");
   const width = Math.max(14, ...r.receipts.map((x) => (x.receipt_number ?? `#${x.position}`).length));
   for (const x of r.receipts) {
     const mark = x.overall_status === "valid" ? "ok  " : "FAIL";
     lines.push(
-      `  ${mark}  ${pad(x.receipt_number ?? `#${x.position}`, width)}  signature ${pad(x.signature, 13)}  link ${x.link}`,
+      `  ${mark}  ${pad(x.receipt_number ?? `#${x.position}`, width)}  signature ${pad(x.signature, 13)}  link ${pad(x.link, 7)}  events ${pad(x.events, 13)}  approvals ${x.approvals}`,
     );
     for (const p of x.problems) lines.push(`          - ${p}`);
   }
   if (r.receipts.length > 0) lines.push("");
   lines.push(`Export attestation: ${r.attestation.status}`);
+  if (r.checkpoint) {
+    const c = r.checkpoint;
+    lines.push(
+      `Checkpoint ${c.receipt_number ?? `sequence ${c.sequence}`} (sequence ${c.sequence}): signature ${c.signature}, log ${c.log}`,
+    );
+  }
   const receiptProblems = new Set(r.receipts.flatMap((x) => x.problems));
   const other = r.problems.filter((p) => !receiptProblems.has(p));
   for (const p of other) lines.push(`  - ${p}`);

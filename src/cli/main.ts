@@ -1,16 +1,20 @@
 /**
  * The `tollgate` command line (bin/tollgate.mjs runs this through tsx).
  *
- *   tollgate verify <export.json|-> [--jwks <file-or-url>] [--json]
+ *   tollgate verify <export.json|-> [--jwks <file-or-url>] [--approval-jwks <file-or-url>]
+ *                  [--checkpoint <file>] [--json]
  *
  * Verifies a receipt export (GET /v1/receipts/export) offline: Ed25519 signatures against the
- * service's published keys, hash links, numbering, the export attestation. Without --jwks the
- * keys embedded in the export are used, which proves consistency but not origin (anyone who
- * rewrites the file can rewrite its keys); pass the service's
- * /.well-known/tollgate/receipt-keys.json for that.
+ * service's published keys, hash links, numbering, the export attestation, every chain's
+ * events against the event hash chain its receipt committed to, every approval record against
+ * its receipt and its own signature, and with --checkpoint that the exported log still extends
+ * a checkpoint kept earlier (tail truncation). Without --jwks / --approval-jwks the keys
+ * embedded in the export are used, which proves consistency but not origin (anyone who rewrites
+ * the file can rewrite its keys); pass the service's /.well-known/tollgate/receipt-keys.json
+ * and approval-keys.json for that.
  *
  * Exit codes: 0 valid, 1 invalid, 2 usage or input error (bad arguments, unreadable file, not an
- * export, keys that are not an Ed25519 JWKS, JWKS URL unreachable).
+ * export or checkpoint, keys that are not an Ed25519 JWKS, JWKS URL unreachable).
  */
 import { readFile } from "node:fs/promises";
 import { Command, CommanderError } from "commander";
@@ -75,11 +79,15 @@ async function loadJwks(source: string, io: Io): Promise<{ jwks: unknown; kind: 
   return { jwks: await readJson(`--jwks ${source}`, readFile(source, "utf8")), kind: "file" };
 }
 
-async function verifyCommand(
-  file: string,
-  opts: { jwks?: string; json?: boolean },
-  io: Io,
-): Promise<ExitCode> {
+/** Options of `tollgate verify`. */
+interface VerifyOptions {
+  jwks?: string;
+  approvalJwks?: string;
+  checkpoint?: string;
+  json?: boolean;
+}
+
+async function verifyCommand(file: string, opts: VerifyOptions, io: Io): Promise<ExitCode> {
   const doc = await readJson(
     file === "-" ? "standard input" : file,
     file === "-" ? io.readStdin() : readFile(file, "utf8"),
@@ -88,8 +96,19 @@ async function verifyCommand(
   const { jwks, kind } = opts.jwks
     ? await loadJwks(opts.jwks, io)
     : { jwks: exp.jwks, kind: "export" as const };
-  const report = verifyExport(doc, importJwks(jwks), kind);
-  io.stdout(opts.json ? `${JSON.stringify(report, null, 2)}\n` : formatReport(report, opts.jwks ?? null));
+  const approval = opts.approvalJwks ? await loadJwks(opts.approvalJwks, io) : null;
+  const checkpoint = opts.checkpoint
+    ? await readJson(`--checkpoint ${opts.checkpoint}`, readFile(opts.checkpoint, "utf8"))
+    : undefined;
+  const report = verifyExport(doc, importJwks(jwks), kind, {
+    ...(approval ? { approvalKeys: importJwks(approval.jwks), approvalKeysSource: approval.kind } : {}),
+    ...(checkpoint !== undefined ? { checkpoint } : {}),
+  });
+  io.stdout(
+    opts.json
+      ? `${JSON.stringify(report, null, 2)}\n`
+      : formatReport(report, opts.jwks ?? null, opts.approvalJwks ?? null),
+  );
   return report.overall_status === "valid" ? ExitCode.valid : ExitCode.invalid;
 }
 
@@ -105,15 +124,23 @@ export async function main(argv: string[], io: Io = defaultIo): Promise<ExitCode
   program
     .command("verify")
     .description(
-      "verify an exported receipt chain offline (signatures, hash links, numbering) without the HMAC key; exit 0 valid, 1 invalid, 2 usage error",
+      "verify an exported receipt chain offline (signatures, hash links, numbering, events, approvals, checkpoint) without the HMAC key; exit 0 valid, 1 invalid, 2 usage error",
     )
     .argument("<export>", "export file from GET /v1/receipts/export, or - for standard input")
     .option(
       "--jwks <file-or-url>",
       "trusted receipt keys: a JWKS file or URL (e.g. <service>/.well-known/tollgate/receipt-keys.json)",
     )
+    .option(
+      "--approval-jwks <file-or-url>",
+      "trusted approval keys: a JWKS file or URL (e.g. <service>/.well-known/tollgate/approval-keys.json)",
+    )
+    .option(
+      "--checkpoint <file>",
+      "a checkpoint kept earlier (from chain completion or GET /v1/receipts/checkpoint); fails when the exported log no longer extends it",
+    )
     .option("--json", "print the report as JSON")
-    .action(async (file: string, opts: { jwks?: string; json?: boolean }) => {
+    .action(async (file: string, opts: VerifyOptions) => {
       code = await verifyCommand(file, opts, io);
     });
   try {

@@ -1,11 +1,22 @@
 /**
  * Offline verification of a receipt export (src/cli/export-format.ts) without the HMAC key:
  * every receipt's Ed25519 signature against a JWKS, hash links from the anchor, numbering
- * against the declared range, the organization of every receipt, the head, and the service's
- * attestation of the manifest. Pure: no I/O.
+ * against the declared range, the organization of every receipt, the head, the service's
+ * attestation of the manifest; each receipt's events recomputed into the event hash chain it
+ * committed to and its approval records checked against it and their own signatures; and,
+ * given a checkpoint, that the exported log still extends it. Pure: no I/O.
  */
 import type { KeyObject } from "node:crypto";
+import { type ApprovalRecordsCheck, verifyApprovalRecords } from "../receipts/approval-record.js";
+import {
+  type CheckpointLogStatus,
+  CheckpointSchema,
+  type CheckpointSignatureStatus,
+  checkpointLogStatus,
+  verifyCheckpointSignature,
+} from "../receipts/checkpoint.js";
 import { ed25519Verify, importPublicJwk } from "../receipts/ed25519.js";
+import { type EventChainCheck, verifyEventChain } from "../receipts/event-chain.js";
 import { parseReceiptNumber } from "../receipts/number.js";
 import type { ChainVerification, Ed25519Status, LinkStatus, SignedReceipt } from "../receipts/schema.js";
 import { receiptHash } from "../receipts/sign.js";
@@ -28,6 +39,29 @@ export interface ReceiptReport {
   overall_status: "valid" | "invalid";
   signature: Ed25519Status;
   link: LinkStatus;
+  /** The chain's exported events against the receipt's event hash chain. */
+  events: EvidenceStatus;
+  /** Sequences of the events that do not match, ascending. */
+  mismatched_events: number[];
+  /** The chain's exported approval records against the receipt and their signatures. */
+  approvals: EvidenceStatus;
+  /** Ids of the approvals that do not match. */
+  mismatched_approvals: string[];
+  problems: string[];
+}
+
+/** valid, invalid, or not_evaluated (the receipt cannot be read, so its evidence cannot be matched). */
+export type EvidenceStatus = "valid" | "invalid" | "not_evaluated";
+
+/** Result of checking a checkpoint against the export. */
+export interface CheckpointReport {
+  organization: string;
+  sequence: number;
+  receipt_number: string | null;
+  /** The checkpoint's Ed25519 signature against the receipt keys in use. */
+  signature: CheckpointSignatureStatus;
+  /** Whether the exported log still extends the checkpoint. */
+  log: CheckpointLogStatus;
   problems: string[];
 }
 
@@ -41,6 +75,13 @@ export interface ExportReport {
   keys_source: KeysSource;
   key_count: number;
   attestation: { status: AttestationStatus; kid: string | null };
+  /** Where the approval keys came from, and how many. */
+  approval_keys_source: KeysSource;
+  approval_key_count: number;
+  event_count: number;
+  approval_count: number;
+  /** Present when a checkpoint was given. */
+  checkpoint: CheckpointReport | null;
   receipts: ReceiptReport[];
   /** Every problem: receipt problems in order, then export-level ones. */
   problems: string[];
@@ -101,16 +142,46 @@ function attestationOf(
   };
 }
 
+/** Options of `verifyExport`. */
+export interface VerifyExportOptions {
+  /** Trusted approval keys (kid → key); default: the export's own approval_jwks. */
+  approvalKeys?: ReadonlyMap<string, KeyObject>;
+  approvalKeysSource?: KeysSource;
+  /** A checkpoint kept earlier (CheckpointSchema, or an object with a `checkpoint` member). */
+  checkpoint?: unknown;
+}
+
+/** Parses a checkpoint document (or a completion answer carrying one); throws ExportInputError. */
+export function parseCheckpoint(doc: unknown) {
+  const candidate =
+    typeof doc === "object" && doc !== null && !("format" in doc) && "checkpoint" in doc
+      ? (doc as { checkpoint: unknown }).checkpoint
+      : doc;
+  const parsed = CheckpointSchema.safeParse(candidate);
+  if (!parsed.success) {
+    const issues = parsed.error.issues
+      .slice(0, 3)
+      .map((i) => `${i.path.join(".") || "(root)"}: ${i.message}`);
+    throw new ExportInputError(`not a Tollgate checkpoint (${issues.join("; ")})`);
+  }
+  return parsed.data;
+}
+
 /**
- * Verifies an export against `keys` (kid → Ed25519 public key).
- * @throws ExportInputError when `doc` is not an export.
+ * Verifies an export against `keys` (kid → Ed25519 public key of the receipt purpose), with its
+ * events and approvals and, when given, a checkpoint.
+ * @throws ExportInputError when `doc` is not an export, the export's approval keys are not an
+ *   Ed25519 JWKS, or the checkpoint is not a checkpoint.
  */
 export function verifyExport(
   doc: unknown,
   keys: ReadonlyMap<string, KeyObject>,
   keysSource: KeysSource,
+  opts: VerifyExportOptions = {},
 ): ExportReport {
   const exp = parseExport(doc);
+  const approvalKeys = opts.approvalKeys ?? importJwks(exp.approval_jwks);
+  const checkpoint = opts.checkpoint === undefined ? null : parseCheckpoint(opts.checkpoint);
   const receipts = exp.receipts as SignedReceipt[];
   const chain: ChainVerification = verifyReceiptChain(receipts, {
     publicKeys: keys,
@@ -168,6 +239,19 @@ export function verifyExport(
   if (attestation.status === "missing") problems.push("the export carries no attestation");
   if (attestation.status === "unknown_key") problems.push("the export is attested with an untrusted key");
 
+  const evidence = checkEvidence(exp, receipts, chain, approvalKeys);
+  const evidenceProblems = evidence.perReceipt.map((e) => [
+    ...(e.events?.problems ?? []),
+    ...(e.approvals?.problems ?? []),
+  ]);
+  // receipt problems (its own, then its evidence's) in order, then everything export-level
+  const receiptProblems = chain.receipts.flatMap((c, i) => [...c.problems, ...evidenceProblems[i]!]);
+  const chainLevel = chain.problems.slice(chain.receipts.reduce((n, c) => n + c.problems.length, 0));
+  problems.splice(0, chain.problems.length, ...receiptProblems, ...chainLevel);
+  problems.push(...evidence.problems);
+  const checkpointReport = checkpoint === null ? null : checkCheckpoint(checkpoint, exp, receipts, keys);
+  if (checkpointReport) problems.push(...checkpointReport.problems);
+
   return {
     overall_status: problems.length === 0 && chain.overall_status === "valid" ? "valid" : "invalid",
     organization: exp.organization,
@@ -177,15 +261,158 @@ export function verifyExport(
     keys_source: keysSource,
     key_count: keys.size,
     attestation,
-    receipts: chain.receipts.map((c, i) => ({
-      position: i + 1,
-      receipt_number: c.receipt_number,
-      receipt_id: c.receipt_id,
-      overall_status: c.overall_status,
-      signature: c.ed25519.status,
-      link: c.chain.status,
-      problems: c.problems,
-    })),
+    approval_keys_source: opts.approvalKeys ? (opts.approvalKeysSource ?? "file") : "export",
+    approval_key_count: approvalKeys.size,
+    event_count: exp.events.length,
+    approval_count: exp.approvals.length,
+    checkpoint: checkpointReport,
+    receipts: chain.receipts.map((c, i) => {
+      const e = evidence.perReceipt[i]!;
+      const own = evidenceProblems[i]!;
+      return {
+        position: i + 1,
+        receipt_number: c.receipt_number,
+        receipt_id: c.receipt_id,
+        overall_status: c.overall_status === "valid" && own.length === 0 ? "valid" : "invalid",
+        signature: c.ed25519.status,
+        link: c.chain.status,
+        events: e.events?.status ?? "not_evaluated",
+        mismatched_events: e.events
+          ? [...new Set(e.events.mismatches.flatMap((m) => (m.sequence === null ? [] : [m.sequence])))].sort(
+              (a, b) => a - b,
+            )
+          : [],
+        approvals: e.approvals?.status ?? "not_evaluated",
+        mismatched_approvals: e.approvals
+          ? [
+              ...new Set(
+                e.approvals.mismatches.flatMap((m) => (m.approval_id === null ? [] : [m.approval_id])),
+              ),
+            ]
+          : [],
+        problems: [...c.problems, ...own],
+      };
+    }),
+    problems,
+  };
+}
+
+/** An item's chain_id, or null. */
+function chainIdOf(item: unknown): string | null {
+  const id = (item as { chain_id?: unknown } | null)?.chain_id;
+  return typeof id === "string" ? id : null;
+}
+
+/** Groups items by chain_id, keeping their order. */
+function byChain(items: readonly unknown[]): Map<string | null, unknown[]> {
+  const groups = new Map<string | null, unknown[]>();
+  for (const item of items) {
+    const id = chainIdOf(item);
+    const list = groups.get(id) ?? [];
+    list.push(item);
+    groups.set(id, list);
+  }
+  return groups;
+}
+
+/**
+ * Each receipt's events and approvals (matched by the receipt's chain_id) checked against it;
+ * items that belong to no exported receipt, and chains listed out of receipt order, are
+ * export-level problems. Problems of receipts are returned per receipt, the rest in `problems`.
+ */
+function checkEvidence(
+  exp: ReceiptExport,
+  receipts: readonly SignedReceipt[],
+  chain: ChainVerification,
+  approvalKeys: ReadonlyMap<string, KeyObject>,
+): {
+  perReceipt: Array<{ events: EventChainCheck | null; approvals: ApprovalRecordsCheck | null }>;
+  problems: string[];
+} {
+  const events = byChain(exp.events);
+  const approvals = byChain(exp.approvals);
+  const problems: string[] = [];
+  const claimed = new Set<string | null>();
+  const perReceipt = receipts.map((receipt, index) => {
+    const label = chain.receipts[index]?.receipt_number ?? `receipt #${index + 1}`;
+    const chainId = chainIdOf(receipt);
+    if (chainId === null || claimed.has(chainId)) return { events: null, approvals: null };
+    claimed.add(chainId);
+    const approvalList = Array.isArray((receipt as { approvals?: unknown }).approvals)
+      ? receipt.approvals
+      : [];
+    return {
+      events: verifyEventChain(receipt, events.get(chainId) ?? [], label),
+      approvals: verifyApprovalRecords(
+        { chain_id: chainId, approvals: approvalList },
+        approvals.get(chainId) ?? [],
+        approvalKeys,
+        label,
+      ),
+    };
+  });
+  for (const [kind, groups] of [
+    ["event", events],
+    ["approval", approvals],
+  ] as const) {
+    for (const [chainId, items] of groups) {
+      if (claimed.has(chainId)) continue;
+      problems.push(
+        `${items.length} ${kind}${items.length === 1 ? "" : "s"} of chain ${chainId ?? "(none)"} belong${items.length === 1 ? "s" : ""} to no receipt of the export: inserted`,
+      );
+    }
+  }
+  const order = new Map(receipts.map((r, i) => [chainIdOf(r), i]));
+  for (const [kind, items] of [
+    ["events", exp.events],
+    ["approvals", exp.approvals],
+  ] as const) {
+    let last = -1;
+    for (const item of items) {
+      const position = order.get(chainIdOf(item));
+      if (position === undefined) continue;
+      if (position < last) {
+        problems.push(`the export lists the ${kind} of its chains out of receipt order: reordered`);
+        break;
+      }
+      last = position;
+    }
+  }
+  return { perReceipt, problems };
+}
+
+/** A checkpoint against the export: its signature by a receipt key, and whether the log extends it. */
+function checkCheckpoint(
+  checkpoint: ReturnType<typeof parseCheckpoint>,
+  exp: ReceiptExport,
+  receipts: readonly SignedReceipt[],
+  keys: ReadonlyMap<string, KeyObject>,
+): CheckpointReport {
+  const signature = verifyCheckpointSignature(checkpoint, keys);
+  const log = checkpointLogStatus(checkpoint, {
+    organization: exp.organization,
+    latestSequence: exp.latest_sequence,
+    hashAt: (sequence) => {
+      if (sequence === exp.from_sequence - 1 && exp.anchor) return exp.anchor.receipt_hash;
+      if (sequence < exp.from_sequence || sequence > exp.to_sequence) return undefined;
+      const receipt = receipts.find((r) => sequenceOf(r) === sequence);
+      if (receipt === undefined) return null;
+      try {
+        return receiptHash(receipt);
+      } catch {
+        return "unhashable";
+      }
+    },
+  });
+  const problems = [...log.problems];
+  if (signature === "invalid") problems.push("the checkpoint's signature does not match its contents");
+  if (signature === "unknown_key") problems.push("the checkpoint is signed with an untrusted key");
+  return {
+    organization: checkpoint.organization,
+    sequence: checkpoint.sequence,
+    receipt_number: checkpoint.receipt_number,
+    signature,
+    log: log.status,
     problems,
   };
 }

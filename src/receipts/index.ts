@@ -1,9 +1,37 @@
 /**
  * Receipts: canonical JSON (RFC 8785), HMAC-SHA256 signatures, SHA-256 hash chaining, Ed25519
  * signatures, receipt numbering and chain verification (spec: Receipt, "Verification
- * results"). Pure: no I/O, no clock reads; depends on nothing of ours but zod.
+ * results"), the event hash chain, approval records and checkpoints (issue 18 §2). Pure: no
+ * I/O, no clock reads; depends on nothing of ours but zod.
  */
+export {
+  APPROVAL_ATTESTATION_FORMAT,
+  type ApprovalAttestation,
+  ApprovalAttestationSchema,
+  type ApprovalMismatch,
+  ApprovalMismatchKind,
+  type ApprovalRecord,
+  ApprovalRecordSchema,
+  type ApprovalRecordsCheck,
+  approvalAttestationText,
+  attestationOfRecord,
+  verifyApprovalRecords,
+} from "./approval-record.js";
 export { canonicalBytes, canonicalJson } from "./canonical.js";
+export {
+  CHECKPOINT_FORMAT,
+  type Checkpoint,
+  type CheckpointFields,
+  CheckpointFieldsSchema,
+  CheckpointLogStatus,
+  CheckpointSchema,
+  type CheckpointSignatureStatus,
+  checkpointLogStatus,
+  checkpointSigningInput,
+  type LogView,
+  signCheckpoint,
+  verifyCheckpointSignature,
+} from "./checkpoint.js";
 export {
   ed25519Sign,
   ed25519Verify,
@@ -21,6 +49,23 @@ export {
   PublicJwkInputSchema,
   type SigningKey,
 } from "./ed25519.js";
+export {
+  EVENT_HASH_TYPE,
+  type EventChainCheck,
+  type EventChainCommitment,
+  type EventCommitments,
+  type EventMismatch,
+  EventMismatchKind,
+  type EventRecord,
+  EventRecordSchema,
+  type ExportedEvent,
+  ExportedEventSchema,
+  eventHash,
+  eventHashInput,
+  hashEventChain,
+  outcomeSha256,
+  verifyEventChain,
+} from "./event-chain.js";
 export { formatReceiptNumber, parseReceiptNumber, type ReceiptNumberParts } from "./number.js";
 export * from "./schema.js";
 export {

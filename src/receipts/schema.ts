@@ -55,10 +55,16 @@ export const ReceiptNumberSchema = z
   .regex(/^PR-\d{4}-\d{5,}$/, "must have the form PR-YYYY-NNNNN")
   .refine((text) => parseReceiptNumber(text) !== null, "must be a canonical receipt number");
 
-/** `sha256:<64 lowercase hex>`: the receiptHash of a receipt (see `sign.ts`). */
-export const ReceiptHashSchema = z
+/** `sha256:<64 lowercase hex>`: a SHA-256 digest as receipts name it (receipt and event hashes). */
+export const Sha256RefSchema = z
   .string()
   .regex(/^sha256:[0-9a-f]{64}$/, "must have the form sha256:<64 lowercase hex>");
+
+/** `sha256:<64 lowercase hex>`: the receiptHash of a receipt (see `sign.ts`). */
+export const ReceiptHashSchema = Sha256RefSchema;
+
+/** Value of `event_chain.format`: the event hash chain rules of `event-chain.ts`. */
+export const EVENT_CHAIN_FORMAT = "tollgate.event-chain.v1";
 
 /** `hmac-sha256:<64 lowercase hex>`: the HMAC-SHA256 of the canonical receipt body. */
 export const HmacSignatureSchema = z
@@ -147,6 +153,11 @@ export const ReceiptEventSchema = signedObject({
   recorded_at: Timestamp,
   /** null when the action was not carried out or no outcome was reported. */
   outcome: signedObject(EventOutcomeSchema.shape).nullable(),
+  /**
+   * `sha256:<hex>` of the event's canonical record chained to the previous event's hash
+   * (`event-chain.ts`): lets a verifier name the stored event that no longer matches.
+   */
+  event_hash: Sha256RefSchema,
 });
 export type ReceiptEvent = z.infer<typeof ReceiptEventSchema>;
 
@@ -170,6 +181,15 @@ const receiptBodyShape = {
   cumulative_metrics: CumulativeMetricsSchema,
   approvals: z.array(ReceiptApprovalSchema),
   events_summary: z.array(ReceiptEventSchema),
+  /**
+   * The commitment to every recorded event of the chain (`event-chain.ts`): how many there are
+   * and the hash of the last one, which chains all earlier ones (null when there are none).
+   */
+  event_chain: signedObject({
+    format: z.literal(EVENT_CHAIN_FORMAT),
+    event_count: z.number().int().nonnegative(),
+    head_hash: Sha256RefSchema.nullable(),
+  }),
   policy_version: z.string(),
   /** receiptHash of the organization's previous receipt; null only for its first (genesis). */
   previous_receipt_hash: ReceiptHashSchema.nullable(),
@@ -187,6 +207,9 @@ type BodyFacts = {
   failure: unknown;
   started_at: string;
   completed_at: string;
+  total_actions: number;
+  events_summary: ReadonlyArray<{ sequence: number; event_hash: string }>;
+  event_chain: { event_count: number; head_hash: string | null };
 };
 
 function checkBodyFacts(body: BodyFacts, ctx: z.RefinementCtx): void {
@@ -199,12 +222,35 @@ function checkBodyFacts(body: BodyFacts, ctx: z.RefinementCtx): void {
   if (Date.parse(body.completed_at) < Date.parse(body.started_at)) {
     ctx.addIssue({ code: "custom", path: ["completed_at"], message: "completed_at is before started_at" });
   }
+  const events = body.events_summary;
+  if (body.event_chain.event_count !== events.length || body.total_actions !== events.length) {
+    ctx.addIssue({
+      code: "custom",
+      path: ["event_chain", "event_count"],
+      message: "event_count, total_actions and the number of summarized events differ",
+    });
+  }
+  if (body.event_chain.head_hash !== (events.at(-1)?.event_hash ?? null)) {
+    ctx.addIssue({
+      code: "custom",
+      path: ["event_chain", "head_hash"],
+      message: "head_hash is not the event_hash of the last event",
+    });
+  }
+  if (events.some((event, index) => event.sequence !== index + 1)) {
+    ctx.addIssue({
+      code: "custom",
+      path: ["events_summary"],
+      message: "event sequences must run 1, 2, 3, ...",
+    });
+  }
 }
 
 /**
  * The structured receipt data that is signed (spec: Receipt; "Signing and chaining rules" 1).
- * Also checks that `failure` is set exactly when status is failed, and that completed_at is
- * not before started_at.
+ * Also checks that `failure` is set exactly when status is failed, that completed_at is not
+ * before started_at, and that the event commitment agrees with events_summary (event_count =
+ * total_actions = number of items, sequences 1..n, head_hash = the last item's event_hash).
  */
 export const ReceiptBodySchema = signedObject(receiptBodyShape).superRefine(checkBodyFacts);
 export type ReceiptBody = z.infer<typeof ReceiptBodySchema>;

@@ -100,17 +100,21 @@ describe("Chain lifecycle", () => {
     ).rejects.toBe(boom);
     const stored = await env.stored(failedChain!.chainId!);
     expect(stored.status).toBe("failed");
-    expect(stored.failure).toEqual({ mode: "RangeError", message: "quota exceeded for sk_live_abcdef" });
+    // A secret inside the message is redacted word by word (README "Secrets outside the payload").
+    expect(stored.failure).toEqual({ mode: "RangeError", message: "quota exceeded for [REDACTED]" });
     const receipt = await failedChain!.receipt();
     expect(receipt?.status).toBe("failed");
-    expect(receipt?.failure).toEqual({ mode: "RangeError", message: "quota exceeded for sk_live_abcdef" });
+    expect(receipt?.failure).toEqual({ mode: "RangeError", message: "quota exceeded for [REDACTED]" });
   });
 
   it("exit(error) marks the chain failed; a secret-looking message is redacted", async () => {
     const chain = await new Chain("lifecycle-exit-error", { config: env.config() }).enter();
     const res = await chain.exit(new Error("ghp_0123456789abcdef token leaked"));
     expect(res?.status).toBe("failed");
-    expect((await env.stored(chain.chainId!)).failure).toEqual({ mode: "Error", message: "[REDACTED]" });
+    expect((await env.stored(chain.chainId!)).failure).toEqual({
+      mode: "Error",
+      message: "[REDACTED] token leaked",
+    });
   });
 
   it("sends init's explicit policy settings, the chain's policy_config and addFinancialThreshold", async () => {

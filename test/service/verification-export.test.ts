@@ -1,8 +1,9 @@
 /**
  * Receipt export, published JWKS and the offline `tollgate verify` CLI against the real service
  * (served over real HTTP): an exported chain verifies (exit 0); a tampered export (body edited,
- * receipt removed, tail cut, anchor swapped) fails (exit 1). The CLI runs as a child process and
- * fetches the keys from the running service.
+ * receipt removed, tail cut, anchor swapped, an event edited, a checkpoint beyond the range)
+ * fails (exit 1). The CLI runs as a child process and fetches the keys from the running service.
+ * Tampering with the database itself is test/service/event-evidence.test.ts.
  */
 import { execFile } from "node:child_process";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
@@ -65,7 +66,7 @@ describe("receipt export and offline verification", () => {
   it("exports the organization's receipts in order with anchor, head, keys and attestation", async () => {
     const e = await exportOf();
     expect(e).toMatchObject({
-      format: "tollgate.receipt-export.v1",
+      format: "tollgate.receipt-export.v2",
       organization: "export",
       from_sequence: 1,
       to_sequence: 5,
@@ -187,6 +188,40 @@ describe("receipt export and offline verification", () => {
     const rewritten = await tollgate(["verify", write("rewritten.json", e), "--jwks", jwksUrl]);
     expect(rewritten.code).toBe(1);
     expect(rewritten.stdout).toContain("Export attestation: invalid");
+  });
+
+  it("checks the exported events, and --checkpoint against the published checkpoint", async () => {
+    const approvalJwks = `${t.url}/.well-known/tollgate/approval-keys.json`;
+    const cp = await t.call("GET", "/v1/receipts/checkpoint", { token: member });
+    expect(cp.statusCode, cp.body).toBe(200);
+    expect(cp.json()).toMatchObject({ organization: "export", sequence: 5, receipt_number: numbers[4] });
+    const cpFile = write("checkpoint.json", cp.json());
+    const e = await exportOf();
+    expect(e.events).toHaveLength(5);
+    expect(e.latest_sequence).toBe(5);
+    const args = ["--jwks", jwksUrl, "--approval-jwks", approvalJwks, "--checkpoint", cpFile];
+    const ok = await tollgate(["verify", write("with-cp.json", e), ...args]);
+    expect(ok.code, ok.stdout + ok.stderr).toBe(0);
+    expect(ok.stdout).toContain(`Checkpoint ${numbers[4]} (sequence 5): signature valid, log extended`);
+    expect(ok.stdout).toMatch(
+      new RegExp(`ok\\s+${numbers[0]}\\s+signature valid\\s+link genesis\\s+events valid`),
+    );
+
+    e.events[2].action_name = "renamed";
+    const edited = await tollgate(["verify", write("event-edited.json", e), ...args]);
+    expect(edited.code).toBe(1);
+    expect(edited.stdout).toMatch(
+      new RegExp(`FAIL\\s+${numbers[2]}\\s+signature valid\\s+link valid\\s+events invalid`),
+    );
+    expect(edited.stdout).toContain(`of ${numbers[2]} was altered`);
+
+    const partial = await tollgate([
+      "verify",
+      write("before-cp.json", await exportOf("?to_sequence=3")),
+      ...args,
+    ]);
+    expect(partial.code).toBe(1);
+    expect(partial.stdout).toContain("log not_covered");
   });
 
   it("a receipt of another organization spliced into the export is detected (exit 1)", async () => {

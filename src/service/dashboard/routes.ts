@@ -327,8 +327,11 @@ export async function dashboardRoutes(app: FastifyInstance, deps: DashboardDeps)
       ...new Set(events.map((e) => e.exception_id).filter((x): x is string => !!x)),
     ]);
     let receipt: ReceiptSection = { kind: "none" };
-    if (row.receipt_id) {
-      const stored = await getReceipt(ctx.db, v.orgId, row.receipt_id);
+    const stored = row.receipt_id
+      ? await getReceipt(ctx.db, v.orgId, row.receipt_id).catch(missingAsNull)
+      : null;
+    if (row.receipt_id && !stored) receipt = { kind: "missing", receiptId: row.receipt_id };
+    if (stored) {
       const base = {
         receiptNumber: stored.receipt_number,
         receiptId: stored.id,
@@ -565,4 +568,10 @@ export async function dashboardRoutes(app: FastifyInstance, deps: DashboardDeps)
       return reply.redirect(`/dashboard/admin/organization?done=${which}-${form.active ? "on" : "off"}`, 303);
     });
   }
+}
+
+/** A 404 ApiError as null (a record that is gone); any other error is rethrown. */
+function missingAsNull(err: unknown): null {
+  if (err instanceof ApiError && err.statusCode === 404) return null;
+  throw err;
 }

@@ -9,14 +9,15 @@
  * a changed column (notes, decided_by, status, ...) no longer matches the signed text
  * (integrity) nor the signature.
  */
-import { z } from "zod";
-import { canonicalJson } from "../../receipts/canonical.js";
+import {
+  APPROVAL_ATTESTATION_FORMAT,
+  type ApprovalAttestation,
+  type ApprovalRecord,
+  approvalAttestationText,
+} from "../../receipts/approval-record.js";
 import { ed25519Sign } from "../../receipts/ed25519.js";
 import type { Queryable } from "../db/pool.js";
 import type { SigningKey } from "./keys.js";
-
-/** Value of the `format` member of every approval attestation payload. */
-export const APPROVAL_ATTESTATION_FORMAT = "tollgate.approval-attestation.v1";
 
 /**
  * The approval columns an attestation covers, as read by {@link attestationSelect}: the
@@ -49,41 +50,12 @@ export const attestationSelect = `SELECT a.id, a.org_id, a.chain_id, a.event_id,
 
 const iso = (d: Date | string | null): string | null => (d === null ? null : new Date(d).toISOString());
 
-/** The attested facts; the signed text is the canonical JSON of this object. */
-export const ApprovalAttestationSchema = z
-  .object({
-    format: z.literal(APPROVAL_ATTESTATION_FORMAT),
-    approval_id: z.uuid(),
-    organization_id: z.uuid(),
-    chain_id: z.uuid(),
-    event_id: z.uuid(),
-    status: z.string(),
-    policy_decision: z.string().nullable(),
-    decision_source: z.string().nullable(),
-    decided_by: z.string().nullable(),
-    notes: z.string().nullable(),
-    requested_at: z.string(),
-    decided_at: z.string().nullable(),
-    exception: z
-      .object({
-        exception_id: z.string(),
-        duration: z.string().nullable(),
-        expires_at: z.string().nullable(),
-      })
-      .nullable(),
-    /** Binds the key: a changed signing_kid column no longer matches the signed text. */
-    kid: z.string(),
-  })
-  .strict();
-export type ApprovalAttestation = z.infer<typeof ApprovalAttestationSchema>;
-
 /**
- * The canonical JSON text an approval's attestation signs, computed from the row's current
- * columns and the key id `kid`.
- * @throws TypeError when a column holds a non-JSON value (not expected from the database).
+ * The attested facts of an approval row's current columns, bound to the key id `kid` (see
+ * src/receipts/approval-record.ts).
  */
-export function approvalAttestationPayload(row: AttestedApprovalRow, kid: string): string {
-  const attestation: ApprovalAttestation = {
+export function approvalAttestation(row: AttestedApprovalRow, kid: string): ApprovalAttestation {
+  return {
     format: APPROVAL_ATTESTATION_FORMAT,
     approval_id: row.id,
     organization_id: row.org_id,
@@ -105,7 +77,25 @@ export function approvalAttestationPayload(row: AttestedApprovalRow, kid: string
       : null,
     kid,
   };
-  return canonicalJson(attestation);
+}
+
+/**
+ * The canonical JSON text an approval's attestation signs, computed from the row's current
+ * columns and the key id `kid`.
+ * @throws TypeError when a column holds a non-JSON value (not expected from the database).
+ */
+export function approvalAttestationPayload(row: AttestedApprovalRow, kid: string): string {
+  return approvalAttestationText(approvalAttestation(row, kid));
+}
+
+/**
+ * The approval record of a row as exports and receipt verification compare it: the attested
+ * facts of the row's CURRENT columns with the recorded kid and signature (null when unsigned),
+ * so a column changed after signing no longer verifies.
+ */
+export function approvalRecordOf(row: AttestedApprovalRow): ApprovalRecord {
+  const { format: _format, kid: _kid, ...facts } = approvalAttestation(row, row.signing_kid ?? "");
+  return { ...facts, kid: row.signing_kid, signature: row.signature };
 }
 
 /**

@@ -2,7 +2,9 @@
  * Receipt chain export for offline verification (beyond the spec; the format is in
  * src/cli/export-format.ts): GET /v1/receipts/export?from_sequence=&to_sequence= returns the
  * organization's receipts of that range in order, with the anchor before the range, the head,
- * the receipt JWKS and an Ed25519 attestation of the manifest. `tollgate verify` checks it
+ * the organization's latest sequence, the evidence of the receipts' chains (sanitized event
+ * records and approval records with their Ed25519 signatures, read as stored now), the receipt
+ * and approval JWKS and an Ed25519 attestation of the manifest. `tollgate verify` checks it
  * without the HMAC key.
  */
 import { z } from "zod";
@@ -14,14 +16,19 @@ import {
   type ReceiptPointer,
 } from "../../cli/export-format.js";
 import { ed25519Sign } from "../../receipts/ed25519.js";
+import { hashEventChain } from "../../receipts/event-chain.js";
 import type { SignedReceipt } from "../../receipts/schema.js";
 import { receiptAnchor } from "../../receipts/verify.js";
 import type { Queryable } from "../db/pool.js";
 import { badRequest } from "../errors.js";
+import { loadApprovalRecords, loadEventRecords } from "./event-evidence.js";
 import type { SigningKeys } from "./keys.js";
 
 /** Most receipts one export may hold. */
 export const MAX_EXPORT_RECEIPTS = 1000;
+
+/** Most events one export may hold (a chain holds at most 1000 by default: runaway limits). */
+export const MAX_EXPORT_EVENTS = 100_000;
 
 /** Query of GET /v1/receipts/export. Without to_sequence the export ends at the latest receipt. */
 export const ExportQuerySchema = z
@@ -53,9 +60,9 @@ function pointer(body: unknown, storedNumber: string, storedHash: string): Recei
 }
 
 /**
- * Builds the export of an organization's receipts.
+ * Builds the export of an organization's receipts with the evidence of their chains.
  * @throws ApiError 400 when from_sequence is beyond the next receipt, or the range holds more
- *   than MAX_EXPORT_RECEIPTS receipts.
+ *   than MAX_EXPORT_RECEIPTS receipts or MAX_EXPORT_EVENTS events.
  */
 export async function exportReceipts(
   q: Queryable,
@@ -77,13 +84,34 @@ export async function exportReceipts(
     });
   }
   const { rows } = await q.query(
-    `SELECT sequence, receipt_number, body, receipt_hash FROM receipts
+    `SELECT sequence, receipt_number, chain_id, body, receipt_hash FROM receipts
      WHERE org_id = $1 AND sequence >= $2 AND sequence <= $3 ORDER BY sequence`,
     [opts.orgId, from - 1, to],
   );
   const before = rows.find((r) => Number(r.sequence) === from - 1);
   const inRange = rows.filter((r) => Number(r.sequence) >= from);
   const receipts = inRange.map((r) => parse(r.body));
+  const chainIds: string[] = inRange.map((r) => r.chain_id);
+  const counted = await q.query(
+    "SELECT count(*)::int AS n FROM chain_events WHERE chain_id = ANY($1::uuid[])",
+    [chainIds],
+  );
+  if (Number(counted.rows[0]?.n ?? 0) > MAX_EXPORT_EVENTS) {
+    throw badRequest(
+      `to_sequence: an export holds at most ${MAX_EXPORT_EVENTS} events; export a smaller range`,
+      {
+        max_events: MAX_EXPORT_EVENTS,
+      },
+    );
+  }
+  const eventsByChain = await loadEventRecords(q, chainIds);
+  const approvalsByChain = await loadApprovalRecords(q, chainIds);
+  const events = chainIds.flatMap((id) => {
+    const records = eventsByChain.get(id) ?? [];
+    const { hashes } = hashEventChain(records);
+    return records.map((r, i) => ({ ...r, event_hash: hashes[i]! }));
+  });
+  const approvals = chainIds.flatMap((id) => approvalsByChain.get(id) ?? []);
   const last = inRange.at(-1);
   const manifest: ExportManifestFields = {
     format: RECEIPT_EXPORT_FORMAT,
@@ -93,6 +121,7 @@ export async function exportReceipts(
     exported_at: new Date(opts.nowMs).toISOString(),
     anchor: before ? pointer(parse(before.body), before.receipt_number, before.receipt_hash) : null,
     head: last ? pointer(receipts.at(-1), last.receipt_number, last.receipt_hash) : null,
+    latest_sequence: latest,
     receipt_count: receipts.length,
   };
   const key = await opts.keys.active("receipt");
@@ -100,7 +129,10 @@ export async function exportReceipts(
   return {
     ...fields,
     receipts,
+    events,
+    approvals,
     jwks: await opts.keys.jwks("receipt"),
+    approval_jwks: await opts.keys.jwks("approval"),
     attestation: { kid: key.kid, signature: ed25519Sign(exportSigningInput(manifest), key.privateKey) },
   };
 }

@@ -3,10 +3,18 @@
  * built from the stored chain, signed (HMAC-SHA256 with the service-only key, plus an Ed25519
  * attestation for offline verification), and appended to the organization's hash chain under
  * the organization's row lock, so concurrent completions never fork the chain or skip a number.
+ *
+ * The chain's events are hash-linked here, not when they are recorded (docs/adr/0007): by now
+ * every event's final decision and outcome are known, and the receipt commits to each event's
+ * hash and to the head of the chain (src/receipts/event-chain.ts). Each completion also returns
+ * a signed checkpoint of the organization's log (src/receipts/checkpoint.ts).
  */
 import { randomUUID } from "node:crypto";
 import { z } from "zod";
+import { redactText } from "../../policy/sanitize.js";
 import { canonicalJson } from "../../receipts/canonical.js";
+import { type Checkpoint, signCheckpoint } from "../../receipts/checkpoint.js";
+import { type EventChainCommitment, type EventRecord, hashEventChain } from "../../receipts/event-chain.js";
 import { formatReceiptNumber } from "../../receipts/number.js";
 import type { ReceiptApproval, ReceiptBody, ReceiptEvent, SignedReceipt } from "../../receipts/schema.js";
 import { receiptHash, signReceipt } from "../../receipts/sign.js";
@@ -15,6 +23,7 @@ import type { Database, Queryable } from "../db/pool.js";
 import { conflict, notFound } from "../errors.js";
 import { cancelPendingApprovals } from "./approvals.js";
 import { type ChainRow, cumulativeMetrics, getChain } from "./chains.js";
+import { loadEventRecords } from "./event-evidence.js";
 import type { SigningKeys } from "./keys.js";
 import type { OrgConfigCache } from "./orgs.js";
 import { orgById } from "./orgs.js";
@@ -37,8 +46,19 @@ export const CompleteChainSchema = z.preprocess(
 );
 export type CompleteChain = z.infer<typeof CompleteChainSchema>;
 
+/** Answer of POST /v1/chains/{chain_id}/complete. */
+export interface CompletionResult {
+  chain_id: string;
+  status: "completed" | "failed";
+  receipt_id: string;
+  receipt_number: string;
+  /** The organization's log as of this receipt, signed with the receipt key (keep it to detect truncation). */
+  checkpoint: Checkpoint;
+}
+
 /**
- * Seals a chain and issues its receipt (spec: "Exit chain context").
+ * Seals a chain and issues its receipt (spec: "Exit chain context"), with a signed checkpoint
+ * of the organization's receipt log ending at it.
  * @throws ApiError 404 unknown chain; 409 TG_ERR_CHAIN_COMPLETED when already sealed (details
  *   carry the existing receipt_id).
  */
@@ -53,7 +73,7 @@ export async function completeChain(
     keys: SigningKeys;
     configs: OrgConfigCache;
   },
-) {
+): Promise<CompletionResult> {
   const signingKey = await opts.keys.active("receipt");
   const approvalKey = await opts.keys.active("approval");
   return db.tx(async (q) => {
@@ -66,7 +86,9 @@ export async function completeChain(
     }
     const nowMs = Math.max(opts.clock.nowMs(), new Date(chain.started_at).getTime());
     await cancelPendingApprovals(q, chain.id, nowMs, approvalKey);
-    const failure = opts.body.failure ?? null;
+    const given = opts.body.failure ?? null;
+    // A failure message may quote whatever the agent held: the payload's secret rules apply.
+    const failure = given && { mode: redactText(given.mode), message: redactText(given.message) };
     const status = failure ? "failed" : "completed";
     // The per-organization lock: every append of this organization waits here.
     const { rows: orgRows } = await q.query(
@@ -78,7 +100,7 @@ export async function completeChain(
     const lock = orgRows[0]!;
     const sequence = Number(lock.receipt_seq) + 1;
     const receiptId = randomUUID();
-    const events = await receiptEvents(q, chain.id);
+    const { events, eventChain } = await receiptEvents(q, chain.id);
     const approvals = await receiptApprovals(q, chain.id);
     const body: ReceiptBody = {
       receipt_id: receiptId,
@@ -98,6 +120,7 @@ export async function completeChain(
       cumulative_metrics: cumulativeMetrics(chain),
       approvals,
       events_summary: events,
+      event_chain: eventChain,
       policy_version: policyVersion,
       previous_receipt_hash: lock.last_receipt_hash ?? null,
     };
@@ -129,7 +152,23 @@ export async function completeChain(
       "UPDATE chains SET status = $2, failure = $3, completed_at = $4, receipt_id = $5 WHERE id = $1",
       [chain.id, status, failure, new Date(nowMs), receiptId],
     );
-    return { chain_id: chain.id, status, receipt_id: receiptId, receipt_number: body.receipt_number };
+    const checkpoint = signCheckpoint(
+      {
+        organization: org.slug,
+        sequence,
+        receipt_number: body.receipt_number,
+        receipt_hash: hash,
+        issued_at: body.completed_at,
+      },
+      signingKey,
+    );
+    return {
+      chain_id: chain.id,
+      status,
+      receipt_id: receiptId,
+      receipt_number: body.receipt_number,
+      checkpoint,
+    };
   });
 }
 
@@ -151,26 +190,34 @@ function summarize(
   return `${parts.join("; ")}.`;
 }
 
-async function receiptEvents(q: Queryable, chainId: string): Promise<ReceiptEvent[]> {
-  const { rows } = await q.query(
-    `SELECT id, sequence, agent_name, parent_agent_name, action_type, action_name, decision, exception_id, recorded_at, outcome
-     FROM chain_events WHERE chain_id = $1 ORDER BY sequence`,
-    [chainId],
+/**
+ * The chain's events as the receipt summarizes them, each with its event hash, and the
+ * commitment to the whole event chain (src/receipts/event-chain.ts).
+ */
+async function receiptEvents(
+  q: Queryable,
+  chainId: string,
+): Promise<{ events: ReceiptEvent[]; eventChain: EventChainCommitment }> {
+  const records: EventRecord[] = (await loadEventRecords(q, [chainId])).get(chainId) ?? [];
+  const { hashes, commitment } = hashEventChain(records);
+  const events = records.map(
+    (r, i): ReceiptEvent => ({
+      sequence: r.sequence,
+      event_id: r.event_id,
+      agent_name: r.agent_name,
+      parent_agent_name: r.parent_agent_name,
+      action_type: r.action_type,
+      action_name: r.action_name,
+      policy_decision: r.decision.policy_decision as ReceiptEvent["policy_decision"],
+      decision_source: r.decision.decision_source as ReceiptEvent["decision_source"],
+      policy_name: (r.decision.policy_name as string | null | undefined) ?? null,
+      exception_id: r.exception_id,
+      recorded_at: r.recorded_at,
+      outcome: r.outcome,
+      event_hash: hashes[i]!,
+    }),
   );
-  return rows.map((r) => ({
-    sequence: r.sequence,
-    event_id: r.id,
-    agent_name: r.agent_name,
-    parent_agent_name: r.parent_agent_name,
-    action_type: r.action_type,
-    action_name: r.action_name,
-    policy_decision: r.decision.policy_decision,
-    decision_source: r.decision.decision_source,
-    policy_name: r.decision.policy_name ?? null,
-    exception_id: r.exception_id,
-    recorded_at: new Date(r.recorded_at).toISOString(),
-    outcome: r.outcome ?? null,
-  }));
+  return { events, eventChain: commitment };
 }
 
 async function receiptApprovals(q: Queryable, chainId: string): Promise<ReceiptApproval[]> {
@@ -178,7 +225,7 @@ async function receiptApprovals(q: Queryable, chainId: string): Promise<ReceiptA
     `SELECT a.id, a.event_id, a.status, a.decided_by, a.notes, a.decided_at, a.exception_id,
        e.duration, e.expires_at AS exception_expires_at, ev.agent_name, ev.action_type, ev.action_name
      FROM approvals a JOIN chain_events ev ON ev.id = a.event_id LEFT JOIN exceptions e ON e.id = a.exception_id
-     WHERE a.chain_id = $1 AND a.status <> 'pending' ORDER BY a.requested_at`,
+     WHERE a.chain_id = $1 AND a.status <> 'pending' ORDER BY ev.sequence, a.requested_at, a.id`,
     [chainId],
   );
   return rows.map((r) => ({

@@ -6,7 +6,13 @@
  * key, plus the stored row agreeing with its body (receipt id, number, sequence, organization,
  * chain, and the stored receipt_hash column); chain = the link to the organization's previous
  * stored receipt (predecessor present, its hash matches, sequence unbroken); signature = the
- * receipt's Ed25519 attestation against the service's receipt keys.
+ * receipt's Ed25519 attestation against the service's receipt keys; events = the chain's stored
+ * events recomputed into the event hash chain the receipt committed to (src/receipts/
+ * event-chain.ts); approvals = the chain's stored approvals against the receipt's approvals
+ * and their own Ed25519 attestations (src/receipts/approval-record.ts).
+ *
+ * Checkpoints: the signature of a checkpoint the caller kept, and whether the stored log still
+ * extends it (src/receipts/checkpoint.ts): tail truncation shows here.
  *
  * Approvals: integrity = the signed payload equals the payload recomputed from the row's current
  * columns; signature = Ed25519 over the recomputed payload with the recorded key; key_status per
@@ -17,19 +23,29 @@
  * numbers only.
  */
 import { createPublicKey, type KeyObject } from "node:crypto";
-import { DEFAULT_API_KEY_PREFIX, DEFAULT_SENSITIVE_VALUE_PREFIXES } from "../../policy/sanitize.js";
+import { hasSensitivePrefix } from "../../policy/sanitize.js";
+import { type ApprovalRecordsCheck, verifyApprovalRecords } from "../../receipts/approval-record.js";
+import {
+  type Checkpoint,
+  type CheckpointLogStatus,
+  type CheckpointSignatureStatus,
+  checkpointLogStatus,
+  verifyCheckpointSignature,
+} from "../../receipts/checkpoint.js";
 import { ed25519Verify } from "../../receipts/ed25519.js";
+import { type EventChainCheck, verifyEventChain } from "../../receipts/event-chain.js";
 import { parseReceiptNumber } from "../../receipts/number.js";
 import type { SignedReceipt } from "../../receipts/schema.js";
 import { receiptHash } from "../../receipts/sign.js";
 import { verifyReceipt } from "../../receipts/verify.js";
 import type { Queryable } from "../db/pool.js";
-import { notFound } from "../errors.js";
+import { ApiError, notFound } from "../errors.js";
 import {
   type AttestedApprovalRow,
   approvalAttestationPayload,
   attestationSelect,
 } from "./approval-attestation.js";
+import { loadApprovalRecords, loadEventRecords } from "./event-evidence.js";
 import type { KeyPurpose } from "./keys.js";
 import type { ReceiptRow } from "./receipts.js";
 
@@ -84,6 +100,32 @@ export const KeyStatus = {
 } as const;
 export type KeyStatus = (typeof KeyStatus)[keyof typeof KeyStatus];
 
+/**
+ * Whether the chain's stored events (or approvals) match what its receipt committed to: valid;
+ * invalid (an event or approval was altered, deleted, inserted or reordered, named in
+ * problems); not_evaluated (the receipt body cannot be read).
+ */
+export const EvidenceStatus = { valid: "valid", invalid: "invalid", not_evaluated: "not_evaluated" } as const;
+export type EvidenceStatus = (typeof EvidenceStatus)[keyof typeof EvidenceStatus];
+
+/** The `events` block of a receipt verification. */
+export interface EventsView {
+  status: EvidenceStatus;
+  /** Stored events of the chain. */
+  event_count: number;
+  /** Sequences of the stored or committed events that do not match, ascending. */
+  mismatched_sequences: number[];
+}
+
+/** The `approvals` block of a receipt verification. */
+export interface ApprovalsView {
+  status: EvidenceStatus;
+  /** Stored approvals of the chain. */
+  approval_count: number;
+  /** Ids of the approvals that do not match. */
+  mismatched_approval_ids: string[];
+}
+
 /** External anchor status: no timestamp authority or blockchain anchoring is configured. */
 export const AnchorStatus = { not_configured: "not_configured" } as const;
 export type AnchorStatus = (typeof AnchorStatus)[keyof typeof AnchorStatus];
@@ -107,6 +149,10 @@ export interface ReceiptVerification {
   integrity: { status: "valid" | "invalid" };
   chain: { status: ChainStatus; predecessor_receipt_number: string | null };
   signature: SignatureView;
+  /** The chain's stored events against the receipt's event hash chain. */
+  events: EventsView;
+  /** The chain's stored approvals against the receipt and their own signatures. */
+  approvals: ApprovalsView;
   timestamp_authority_anchor: { status: AnchorStatus };
   blockchain_anchor: { status: AnchorStatus };
   /** Human-readable reasons for every failed check; empty when valid. */
@@ -220,7 +266,9 @@ export async function findReceiptRow(
 }
 
 /**
- * Server-attested verification of one stored receipt of an organization.
+ * Server-attested verification of one stored receipt of an organization: integrity, link,
+ * Ed25519 signature, and whether its chain's stored events and approvals still match it
+ * (`events`, `approvals`; issue 18 §2). overall_status is valid only when all of them are.
  * @throws ApiError 404 when the receipt does not exist in the organization.
  */
 export async function verifyStoredReceipt(
@@ -254,6 +302,8 @@ export async function verifyStoredReceipt(
       integrity: { status: "invalid" },
       chain: { status: "broken", predecessor_receipt_number: predRow?.receipt_number ?? null },
       signature: { status: "invalid", algorithm: "Ed25519", kid: null, key_status: KeyStatus.not_applicable },
+      events: { status: "not_evaluated", event_count: 0, mismatched_sequences: [] },
+      approvals: { status: "not_evaluated", approval_count: 0, mismatched_approval_ids: [] },
       ...anchors(),
       problems: [`the stored body of ${name} cannot be read`],
       verified_at: new Date(opts.nowMs).toISOString(),
@@ -308,16 +358,209 @@ export async function verifyStoredReceipt(
     kid: ed.kid,
     key_status: ed.kid === null ? KeyStatus.not_applicable : keyStatusOf(keys.get(ed.kid)),
   };
+  const evidence = await checkEvidence(q, row.chain_id, receipt, name);
+  problems.push(...evidence.events.problems, ...evidence.approvals.problems);
   const valid =
-    integrityValid && (chainStatus === "valid" || chainStatus === "genesis") && signature.status === "valid";
+    integrityValid &&
+    (chainStatus === "valid" || chainStatus === "genesis") &&
+    signature.status === "valid" &&
+    evidence.events.status === "valid" &&
+    evidence.approvals.status === "valid";
   return {
     ...base,
     overall_status: valid ? "valid" : "invalid",
     integrity: { status: integrityValid ? "valid" : "invalid" },
     chain: { status: chainStatus, predecessor_receipt_number: predRow?.receipt_number ?? null },
     signature,
+    events: eventsView(evidence.events),
+    approvals: approvalsView(evidence.approvals),
     ...anchors(),
     problems: [...new Set(problems)],
+    verified_at: new Date(opts.nowMs).toISOString(),
+  };
+}
+
+/**
+ * The chain's stored events and approvals checked against its receipt (the receipt's own
+ * signatures are checked by the caller): the events recomputed into the event hash chain, the
+ * approvals compared with the receipt and verified against every approval key the service has.
+ */
+async function checkEvidence(
+  q: Queryable,
+  chainId: string,
+  receipt: SignedReceipt,
+  name: string,
+): Promise<{ events: EventChainCheck; approvals: ApprovalRecordsCheck }> {
+  const events = (await loadEventRecords(q, [chainId])).get(chainId) ?? [];
+  const approvals = (await loadApprovalRecords(q, [chainId])).get(chainId) ?? [];
+  const keys = await loadKeys(q, "approval");
+  const approvalKeys = new Map([...keys].map(([kid, k]) => [kid, k.publicKey]));
+  return {
+    events: verifyEventChain(receipt, events, name),
+    approvals: verifyApprovalRecords(
+      { chain_id: receipt.chain_id, approvals: Array.isArray(receipt.approvals) ? receipt.approvals : [] },
+      approvals,
+      approvalKeys,
+      name,
+    ),
+  };
+}
+
+function eventsView(check: EventChainCheck): EventsView {
+  const sequences = check.mismatches.map((m) => m.sequence).filter((s): s is number => s !== null);
+  return {
+    status: check.status,
+    event_count: check.event_count,
+    mismatched_sequences: [...new Set(sequences)].sort((a, b) => a - b),
+  };
+}
+
+function approvalsView(check: ApprovalRecordsCheck): ApprovalsView {
+  const ids = check.mismatches.map((m) => m.approval_id).filter((id): id is string => id !== null);
+  return {
+    status: check.status,
+    approval_count: check.approval_count,
+    mismatched_approval_ids: [...new Set(ids)],
+  };
+}
+
+/**
+ * What GET /v1/chains/{chain_id} and the dashboard chain page say about a chain's evidence:
+ * `status` is the v2 overall_status of its receipt (so valid means the receipt verifies AND the
+ * stored events and approvals match it), no_receipt before completion, invalid when the
+ * receipt the chain names is gone.
+ */
+export interface ChainEvidence {
+  status: "valid" | "invalid" | "no_receipt";
+  receipt_id: string | null;
+  receipt_number: string | null;
+  events: EventsView | null;
+  approvals: ApprovalsView | null;
+  problems: string[];
+}
+
+/** The evidence view of a chain whose receipt is `receiptId` (null: not completed); see ChainEvidence. */
+export async function chainEvidence(
+  q: Queryable,
+  opts: { orgId: string; receiptId: string | null; hmacKey: Buffer; nowMs: number },
+): Promise<ChainEvidence> {
+  if (opts.receiptId === null) {
+    return {
+      status: "no_receipt",
+      receipt_id: null,
+      receipt_number: null,
+      events: null,
+      approvals: null,
+      problems: [],
+    };
+  }
+  try {
+    const v = await verifyStoredReceipt(q, {
+      orgId: opts.orgId,
+      receiptId: opts.receiptId,
+      hmacKey: opts.hmacKey,
+      nowMs: opts.nowMs,
+    });
+    return evidenceOf(v);
+  } catch (err) {
+    if (!(err instanceof ApiError && err.statusCode === 404)) throw err;
+    return {
+      status: "invalid",
+      receipt_id: opts.receiptId,
+      receipt_number: null,
+      events: null,
+      approvals: null,
+      problems: ["the chain's receipt is missing: it was deleted"],
+    };
+  }
+}
+
+/** The chain evidence view of a receipt verification. */
+export function evidenceOf(v: ReceiptVerification): ChainEvidence {
+  return {
+    status: v.overall_status,
+    receipt_id: v.receipt_id,
+    receipt_number: v.receipt_number,
+    events: v.events,
+    approvals: v.approvals,
+    problems: v.problems,
+  };
+}
+
+/** POST /v1/verification/v2/checkpoints response (no hashes, no signatures). */
+export interface CheckpointVerification {
+  artifact_type: "checkpoint";
+  organization: string;
+  sequence: number;
+  receipt_number: string | null;
+  overall_status: "valid" | "invalid";
+  signature: { status: CheckpointSignatureStatus; algorithm: "Ed25519"; kid: string; key_status: KeyStatus };
+  /** Whether the stored receipt log still extends the checkpoint, and where it ends now. */
+  log: { status: CheckpointLogStatus; latest_sequence: number };
+  problems: string[];
+  verified_at: string;
+}
+
+/**
+ * Verifies a checkpoint the caller kept against the organization's stored receipt log: its
+ * Ed25519 signature by a receipt key, and whether the log still extends it (the receipt at its
+ * sequence exists and its recomputed receiptHash is the checkpoint's).
+ * @throws ApiError 404 when the checkpoint names another organization (never says anything
+ *   about another organization's log).
+ */
+export async function verifyCheckpoint(
+  q: Queryable,
+  opts: { orgId: string; checkpoint: Checkpoint; nowMs: number },
+): Promise<CheckpointVerification> {
+  const cp = opts.checkpoint;
+  const org = await q.query("SELECT slug FROM organizations WHERE id = $1", [opts.orgId]);
+  const slug: string | undefined = org.rows[0]?.slug;
+  if (slug !== cp.organization) throw notFound("Checkpoint");
+  const keys = await loadKeys(q, "receipt");
+  const signature = verifyCheckpointSignature(cp, new Map([...keys].map(([kid, k]) => [kid, k.publicKey])));
+  const latest = await q.query(
+    "SELECT coalesce(max(sequence), 0) AS latest FROM receipts WHERE org_id = $1",
+    [opts.orgId],
+  );
+  const latestSequence = Number(latest.rows[0]?.latest ?? 0);
+  const at = await q.query<{ body: string }>(
+    "SELECT body FROM receipts WHERE org_id = $1 AND sequence = $2",
+    [opts.orgId, cp.sequence],
+  );
+  const stored = at.rows[0];
+  let hash: string | null = null;
+  if (stored) {
+    const body = parseBody(stored.body);
+    try {
+      hash = body ? receiptHash(body) : "unreadable";
+    } catch {
+      hash = "unreadable";
+    }
+  }
+  const log = checkpointLogStatus(cp, {
+    organization: slug,
+    latestSequence,
+    hashAt: (sequence) => (sequence === cp.sequence ? hash : undefined),
+  });
+  const problems = [...log.problems];
+  if (signature === "invalid")
+    problems.push("the checkpoint's Ed25519 signature does not match its contents");
+  if (signature === "unknown_key")
+    problems.push("the checkpoint is signed with a key the service has no record of");
+  return {
+    artifact_type: "checkpoint",
+    organization: cp.organization,
+    sequence: cp.sequence,
+    receipt_number: cp.receipt_number,
+    overall_status: signature === "valid" && log.status === "extended" ? "valid" : "invalid",
+    signature: {
+      status: signature,
+      algorithm: "Ed25519",
+      kid: cp.kid,
+      key_status: keyStatusOf(keys.get(cp.kid)),
+    },
+    log: { status: log.status, latest_sequence: latestSequence },
+    problems,
     verified_at: new Date(opts.nowMs).toISOString(),
   };
 }
@@ -413,7 +656,6 @@ async function checkApproval(
 }
 
 const REVIEW_NOTES_MAX = 280;
-const SECRET_PREFIXES = [...DEFAULT_SENSITIVE_VALUE_PREFIXES, DEFAULT_API_KEY_PREFIX, "tgs_", "tgp_", "tga_"];
 
 /**
  * Sanitizes reviewer notes for the admin review summary: control characters become spaces,
@@ -429,8 +671,7 @@ export function sanitizeReviewNotes(notes: string | null): string | null {
     .split(/\s+/)
     .filter(Boolean)
     .map((w) => {
-      if (SECRET_PREFIXES.some((p) => w.startsWith(p)) || /[A-Za-z0-9+/_=-]{32,}/.test(w))
-        return "[REDACTED]";
+      if (hasSensitivePrefix(w) || /[A-Za-z0-9+/_=-]{32,}/.test(w)) return "[REDACTED]";
       return w.replace(/[^\s@]+@[^\s@]+\.[^\s@]+/g, "[email]");
     });
   const text = words.join(" ");

@@ -19,6 +19,7 @@ import {
   recordAction,
 } from "../domain/chains.js";
 import { CompleteChainSchema, completeChain, getChainReceipt, getReceipt } from "../domain/receipts.js";
+import { chainEvidence } from "../domain/verification.js";
 import { ApiError } from "../errors.js";
 
 const ChainParams = z.object({ chain_id: z.uuid() });
@@ -47,7 +48,14 @@ export const chainRoutes: FastifyPluginAsyncZod = async (app) => {
   app.get("/v1/chains/:chain_id", { schema: { params: ChainParams } }, async (req) => {
     const orgId = guard.client(req.principal);
     const chain = await getChain(tg.db, orgId, req.params.chain_id);
-    return { ...chainView(chain), events: await chainEvents(tg.db, chain.id) };
+    // evidence: whether the stored events and approvals still match the signed receipt (issue 18)
+    const evidence = await chainEvidence(tg.db, {
+      orgId,
+      receiptId: chain.receipt_id,
+      hmacKey: tg.receiptHmacKey,
+      nowMs: tg.clock.nowMs(),
+    });
+    return { ...chainView(chain), events: await chainEvents(tg.db, chain.id), evidence };
   });
 
   app.post(

@@ -9,6 +9,8 @@
  * - GET  /v1/public-verification-tokens                     admin
  * - POST /v1/public-verification-tokens/{token_id}/revoke   admin
  * - GET  /v1/receipts/export                                member | admin
+ * - GET  /v1/receipts/checkpoint                            member | admin (signed head of the log)
+ * - POST /v1/verification/v2/checkpoints                    member | admin (does the log extend it?)
  * - GET  /.well-known/tollgate/receipt-keys.json            anyone (JWKS)
  * - GET  /.well-known/tollgate/approval-keys.json           anyone (JWKS)
  * - GET  /v1/receipts/{receipt_id}/verify                   legacy: client key | member
@@ -18,7 +20,9 @@
  */
 import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
 import { z } from "zod";
+import { CheckpointSchema } from "../../receipts/checkpoint.js";
 import { guard, type Principal, principalLabel } from "../auth.js";
+import { latestCheckpoint } from "../domain/checkpoints.js";
 import {
   IssueTokenSchema,
   issueToken,
@@ -27,7 +31,12 @@ import {
   revokeToken,
 } from "../domain/public-tokens.js";
 import { ExportQuerySchema, exportReceipts } from "../domain/receipt-export.js";
-import { legacyReceiptView, verifyStoredApproval, verifyStoredReceipt } from "../domain/verification.js";
+import {
+  legacyReceiptView,
+  verifyCheckpoint,
+  verifyStoredApproval,
+  verifyStoredReceipt,
+} from "../domain/verification.js";
 import { forbidden, unauthorized } from "../errors.js";
 import { legacyHooks } from "./legacy.js";
 import { type PublicVerificationOptions, publicVerificationRoutes } from "./public-verification.js";
@@ -122,6 +131,23 @@ export const verificationRoutes: FastifyPluginAsyncZod<VerificationRoutesOptions
   app.get("/v1/receipts/export", { schema: { querystring: ExportQuerySchema } }, async (req) => {
     const { orgId } = guard.member(req.principal);
     return exportReceipts(tg.db, { orgId, query: req.query, keys: tg.keys, nowMs: now() });
+  });
+
+  app.get("/v1/receipts/checkpoint", async (req, reply) => {
+    const { orgId } = guard.member(req.principal);
+    reply.header("cache-control", "no-store");
+    return latestCheckpoint(tg.db, { orgId, keys: tg.keys, nowMs: now() });
+  });
+
+  app.post("/v1/verification/v2/checkpoints", { schema: { body: CheckpointSchema } }, async (req) => {
+    const { orgId } = guard.member(req.principal);
+    const v = await verifyCheckpoint(tg.db, { orgId, checkpoint: req.body, nowMs: now() });
+    tg.metrics.verifications.inc({
+      surface: "authenticated",
+      artifact_type: "checkpoint",
+      status: v.overall_status,
+    });
+    return v;
   });
 
   for (const purpose of ["receipt", "approval"] as const) {

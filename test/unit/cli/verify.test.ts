@@ -16,6 +16,7 @@ import {
 } from "../../../src/cli/export-format.js";
 import { type Io, main } from "../../../src/cli/main.js";
 import { ExportInputError, importJwks, verifyExport } from "../../../src/cli/verify-export.js";
+import { signCheckpoint } from "../../../src/receipts/checkpoint.js";
 import {
   ed25519Sign,
   exportJwks,
@@ -25,11 +26,13 @@ import {
 import type { SignedReceipt } from "../../../src/receipts/schema.js";
 import { receiptHash, signReceipt } from "../../../src/receipts/sign.js";
 import { receiptAnchor } from "../../../src/receipts/verify.js";
-import { HMAC_KEY, makeBody } from "../receipts/fixtures.js";
+import { HMAC_KEY, makeApprovalRecord, makeBody, makeExportedEvents } from "../receipts/fixtures.js";
 
 const bin = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../../../bin/tollgate.mjs");
 const key = generateSigningKey();
 const jwks = exportJwks([key]);
+const approvalKey = generateSigningKey();
+const approvalJwks = exportJwks([approvalKey]);
 
 /** A chain of `n` receipts signed with `signer`. */
 function chain(n: number, signer: SigningKey = key): SignedReceipt[] {
@@ -62,12 +65,22 @@ function makeExport(
     exported_at: "2026-02-01T00:00:00.000Z",
     anchor: from > 1 ? receiptAnchor(all[from - 2]!) : null,
     head: receipts.length > 0 ? receiptAnchor(receipts.at(-1)!) : null,
+    latest_sequence: all.length,
   } as const;
   const signature = ed25519Sign(
     exportSigningInput({ ...fields, receipt_count: receipts.length }),
     signer.privateKey,
   );
-  return { ...fields, receipts, jwks: { keys: [...jwks.keys] }, attestation: { kid: signer.kid, signature } };
+  const sequences = receipts.map((_, i) => from + i);
+  return {
+    ...fields,
+    receipts,
+    events: sequences.flatMap((n) => makeExportedEvents(n)),
+    approvals: sequences.map((n) => makeApprovalRecord(n, approvalKey)),
+    jwks: { keys: [...jwks.keys] },
+    approval_jwks: { keys: [...approvalJwks.keys] },
+    attestation: { kid: signer.kid, signature },
+  };
 }
 
 const clone = <T>(v: T): T => JSON.parse(JSON.stringify(v));
@@ -148,6 +161,176 @@ describe("verifyExport", () => {
   });
 });
 
+describe("verifyExport: events and approvals", () => {
+  it("reports every receipt's events and approvals valid when intact", () => {
+    const r = verifyExport(makeExport(chain(3)), keys, "file");
+    expect(r).toMatchObject({ overall_status: "valid", event_count: 6, approval_count: 3 });
+    expect(r.receipts.map((x) => [x.events, x.approvals])).toEqual([
+      ["valid", "valid"],
+      ["valid", "valid"],
+      ["valid", "valid"],
+    ]);
+  });
+
+  it("an edited event fails only its receipt, naming the event", () => {
+    const e = clone(makeExport(chain(3)));
+    const events = e.events as Array<{
+      payload: Record<string, unknown>;
+      sequence: number;
+      chain_id: string;
+    }>;
+    const target = events.find(
+      (x) => x.chain_id === (e.receipts[1] as SignedReceipt).chain_id && x.sequence === 2,
+    )!;
+    target.payload.amount_usd = 75;
+    const r = verifyExport(e, keys, "file");
+    expect(r.overall_status).toBe("invalid");
+    expect(r.receipts.map((x) => x.events)).toEqual(["valid", "invalid", "valid"]);
+    expect(r.receipts[1]).toMatchObject({
+      overall_status: "invalid",
+      signature: "valid",
+      mismatched_events: [2],
+    });
+    expect(r.problems.join("\n")).toContain("event #2");
+    expect(r.problems.join("\n")).toContain("PR-2026-00002 was altered");
+  });
+
+  it("a deleted, inserted or reordered event is reported", () => {
+    const deleted = clone(makeExport(chain(2)));
+    deleted.events.splice(0, 1);
+    expect(verifyExport(deleted, keys, "file").receipts[0]).toMatchObject({
+      events: "invalid",
+      mismatched_events: [1],
+    });
+
+    const inserted = clone(makeExport(chain(2)));
+    inserted.events.splice(2, 0, { ...(inserted.events[1] as object), sequence: 3 });
+    expect(verifyExport(inserted, keys, "file").receipts[0]).toMatchObject({
+      events: "invalid",
+      mismatched_events: [3],
+    });
+
+    const reordered = clone(makeExport(chain(2)));
+    [reordered.events[0], reordered.events[1]] = [reordered.events[1], reordered.events[0]];
+    const r = verifyExport(reordered, keys, "file");
+    expect(r.receipts[0]!.events).toBe("invalid");
+    expect(r.problems.join()).toContain("reordered");
+
+    const stray = clone(makeExport(chain(2), 1, 1));
+    stray.events.push(...makeExportedEvents(2));
+    expect(verifyExport(stray, keys, "file").problems.join()).toContain("belong to no receipt of the export");
+  });
+
+  it("an edited, deleted, inserted or reordered approval is reported", () => {
+    const edited = clone(makeExport(chain(2)));
+    (edited.approvals[1] as { notes: string }).notes = "rubber-stamped";
+    const r = verifyExport(edited, keys, "file");
+    expect(r.receipts.map((x) => x.approvals)).toEqual(["valid", "invalid"]);
+    expect(r.receipts[1]!.mismatched_approvals).toEqual([
+      (edited.approvals[1] as { approval_id: string }).approval_id,
+    ]);
+    expect(r.problems.join()).toContain("its signature does not match its recorded facts");
+
+    const deleted = clone(makeExport(chain(2)));
+    deleted.approvals.splice(0, 1);
+    expect(verifyExport(deleted, keys, "file").receipts[0]!.approvals).toBe("invalid");
+
+    const inserted = clone(makeExport(chain(2)));
+    inserted.approvals.push({
+      ...(inserted.approvals[0] as object),
+      approval_id: "00000007-0000-4000-8000-000000000007",
+    });
+    expect(verifyExport(inserted, keys, "file").receipts[0]!.approvals).toBe("invalid");
+
+    const reordered = clone(makeExport(chain(2)));
+    reordered.approvals.reverse();
+    expect(verifyExport(reordered, keys, "file").problems.join()).toContain(
+      "approvals of its chains out of receipt order",
+    );
+  });
+
+  it("approval records are checked against the given approval keys", () => {
+    const rogue = generateSigningKey();
+    const r = verifyExport(makeExport(chain(1)), keys, "file", {
+      approvalKeys: new Map([[rogue.kid, rogue.publicKey]]),
+    });
+    expect(r).toMatchObject({
+      overall_status: "invalid",
+      approval_keys_source: "file",
+      approval_key_count: 1,
+    });
+    expect(r.problems.join()).toContain("signed with an untrusted key");
+  });
+});
+
+describe("verifyExport: checkpoints", () => {
+  const all = chain(5);
+  const checkpointAt = (n: number, signer: SigningKey = key) =>
+    signCheckpoint(
+      {
+        organization: "acme",
+        sequence: n,
+        receipt_number: all[n - 1]!.receipt_number,
+        receipt_hash: receiptHash(all[n - 1]!),
+        issued_at: "2026-01-20T00:00:00.000Z",
+      },
+      signer,
+    );
+
+  it("passes when the exported log extends the checkpoint (also from its anchor)", () => {
+    const r = verifyExport(makeExport(all), keys, "file", { checkpoint: checkpointAt(3) });
+    expect(r.overall_status).toBe("valid");
+    expect(r.checkpoint).toMatchObject({ sequence: 3, signature: "valid", log: "extended", problems: [] });
+    expect(
+      verifyExport(makeExport(all, 4, 5), keys, "file", { checkpoint: checkpointAt(3) }).checkpoint?.log,
+    ).toBe("extended");
+    // the completion answer carries the checkpoint in a member
+    const wrapped = { receipt_number: "PR-2026-00003", checkpoint: checkpointAt(3) };
+    expect(verifyExport(makeExport(all), keys, "file", { checkpoint: wrapped }).checkpoint?.log).toBe(
+      "extended",
+    );
+  });
+
+  it("fails when the tail was truncated after the checkpoint", () => {
+    const truncated = makeExport(all.slice(0, 3));
+    const r = verifyExport(truncated, keys, "file", { checkpoint: checkpointAt(5) });
+    expect(r.overall_status).toBe("invalid");
+    expect(r.checkpoint).toMatchObject({ log: "truncated", sequence: 5 });
+    expect(r.problems.join()).toContain("the log ends at sequence 3, before the checkpoint's PR-2026-00005");
+  });
+
+  it("fails when the log was rewritten from the checkpoint on (forked)", () => {
+    const rewritten = chain(3);
+    const tail = signReceipt(makeBody(4, receiptHash(rewritten[2]!), { summary: "rewritten" }), {
+      hmacKey: HMAC_KEY,
+      ed25519: { kid: key.kid, privateKey: key.privateKey },
+    });
+    const r = verifyExport(makeExport([...rewritten, tail]), keys, "file", { checkpoint: checkpointAt(4) });
+    expect(r.checkpoint?.log).toBe("forked");
+    expect(r.overall_status).toBe("invalid");
+  });
+
+  it("fails when the export does not cover the checkpoint, or its signature does not verify", () => {
+    expect(
+      verifyExport(makeExport(all, 1, 2), keys, "file", { checkpoint: checkpointAt(4) }).checkpoint?.log,
+    ).toBe("not_covered");
+    const edited = { ...checkpointAt(3), issued_at: "2026-01-21T00:00:00.000Z" };
+    const r = verifyExport(makeExport(all), keys, "file", { checkpoint: edited });
+    expect(r).toMatchObject({
+      overall_status: "invalid",
+      checkpoint: { signature: "invalid", log: "extended" },
+    });
+    const rogue = generateSigningKey();
+    expect(
+      verifyExport(makeExport(all), keys, "file", { checkpoint: checkpointAt(3, rogue) }).checkpoint
+        ?.signature,
+    ).toBe("unknown_key");
+    expect(() => verifyExport(makeExport(all), keys, "file", { checkpoint: { sequence: 3 } })).toThrow(
+      /not a Tollgate checkpoint/,
+    );
+  });
+});
+
 describe("tollgate main() in-process", () => {
   let dir: string;
   beforeAll(() => {
@@ -184,6 +367,48 @@ describe("tollgate main() in-process", () => {
       keys_source: "export",
       receipt_count: 2,
     });
+  });
+
+  it("--checkpoint fails a truncated log (exit 1) and passes an extended one (exit 0)", async () => {
+    const all = chain(4);
+    const cp = signCheckpoint(
+      {
+        organization: "acme",
+        sequence: 4,
+        receipt_number: all[3]!.receipt_number,
+        receipt_hash: receiptHash(all[3]!),
+        issued_at: "2026-01-20T00:00:00.000Z",
+      },
+      key,
+    );
+    const cpFile = file("cp.json", cp);
+    const ok = await run(["verify", file("full.json", makeExport(all)), "--checkpoint", cpFile]);
+    expect(ok.code, ok.stdout).toBe(0);
+    expect(ok.stdout).toContain("Checkpoint PR-2026-00004 (sequence 4): signature valid, log extended");
+    const cut = await run(["verify", file("cut.json", makeExport(all.slice(0, 2))), "--checkpoint", cpFile]);
+    expect(cut.code).toBe(1);
+    expect(cut.stdout).toContain("log truncated");
+    expect(cut.stdout).toContain("Result: INVALID");
+    const bad = await run([
+      "verify",
+      file("full2.json", makeExport(all)),
+      "--checkpoint",
+      file("nocp.json", {}),
+    ]);
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toContain("not a Tollgate checkpoint");
+  });
+
+  it("--approval-jwks names the approval keys used", async () => {
+    const r = await run([
+      "verify",
+      file("ev.json", makeExport(chain(2))),
+      "--approval-jwks",
+      file("ak.json", approvalJwks),
+      "--json",
+    ]);
+    expect(r.code, r.stdout).toBe(0);
+    expect(JSON.parse(r.stdout)).toMatchObject({ approval_keys_source: "file", approval_key_count: 1 });
   });
 
   it("exit 2 on usage and input errors, with a message on stderr", async () => {

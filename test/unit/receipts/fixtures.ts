@@ -1,8 +1,14 @@
 /** Receipt fixtures shared by the receipts unit tests. */
 
-import type { SigningKey } from "../../../src/receipts/ed25519.js";
+import {
+  APPROVAL_ATTESTATION_FORMAT,
+  type ApprovalRecord,
+  approvalAttestationText,
+} from "../../../src/receipts/approval-record.js";
+import { ed25519Sign, type SigningKey } from "../../../src/receipts/ed25519.js";
+import { type EventRecord, type ExportedEvent, hashEventChain } from "../../../src/receipts/event-chain.js";
 import { formatReceiptNumber } from "../../../src/receipts/number.js";
-import type { ReceiptBody, SignedReceipt } from "../../../src/receipts/schema.js";
+import type { ReceiptBody, ReceiptEvent, SignedReceipt } from "../../../src/receipts/schema.js";
 import { receiptHash, signReceipt } from "../../../src/receipts/sign.js";
 
 /** The service's HMAC key in tests (32 bytes). */
@@ -11,6 +17,116 @@ export const HMAC_KEY = Buffer.alloc(32, 7);
 /** A deterministic, valid v4 UUID. */
 export const uuid = (n: number, group = 0): string =>
   `0000000${group}-0000-4000-8000-${n.toString(16).padStart(12, "0")}`;
+
+/** The organization id of the fixtures' approval attestations. */
+export const ORG_ID = uuid(1, 9);
+
+/**
+ * The two recorded events of receipt `sequence`'s chain: a planner's LLM call with an outcome,
+ * and a payment approved by a human (approval uuid(sequence, 3)).
+ */
+export function makeEventRecords(sequence = 1): EventRecord[] {
+  const chainId = uuid(sequence, 2);
+  return [
+    {
+      chain_id: chainId,
+      sequence: 1,
+      event_id: uuid(sequence, 6),
+      agent_name: "planner",
+      parent_agent_name: null,
+      action_type: "llm_call",
+      action_name: "plan",
+      category: "llm",
+      payload: { model: "m", input_tokens: 10, api_key: "[REDACTED]" },
+      decision: {
+        policy_decision: "allow",
+        decision_source: "backend_evaluation",
+        policy_name: null,
+        decision_reason: "",
+      },
+      exception_id: null,
+      approval_id: null,
+      outcome: { status: "success", error_class: null, duration_ms: 812, result_sha256: "ab".repeat(32) },
+      recorded_at: "2026-01-15T12:01:00.000Z",
+    },
+    {
+      chain_id: chainId,
+      sequence: 2,
+      event_id: uuid(sequence, 4),
+      agent_name: "payer",
+      parent_agent_name: "planner",
+      action_type: "tool_call",
+      action_name: "pay_invoice",
+      category: "financial",
+      payload: { amount_usd: 7500, vendor: "ACME" },
+      decision: {
+        policy_decision: "allow",
+        decision_source: "human_approval",
+        policy_name: "financial-threshold",
+        decision_reason: "ok for this vendor",
+      },
+      exception_id: null,
+      approval_id: uuid(sequence, 3),
+      outcome: null,
+      recorded_at: "2026-01-15T12:02:00.000Z",
+    },
+  ];
+}
+
+/** The events of receipt `sequence` as an export carries them (records with their hashes). */
+export function makeExportedEvents(sequence = 1, records = makeEventRecords(sequence)): ExportedEvent[] {
+  const { hashes } = hashEventChain(records);
+  return records.map((r, i) => ({ ...r, event_hash: hashes[i]! }));
+}
+
+/** The events_summary items and event_chain of a receipt over `records`. */
+export function summarizeEvents(records: EventRecord[]): Pick<ReceiptBody, "events_summary" | "event_chain"> {
+  const { hashes, commitment } = hashEventChain(records);
+  return {
+    events_summary: records.map(
+      (r, i): ReceiptEvent => ({
+        sequence: r.sequence,
+        event_id: r.event_id,
+        agent_name: r.agent_name,
+        parent_agent_name: r.parent_agent_name,
+        action_type: r.action_type,
+        action_name: r.action_name,
+        policy_decision: r.decision.policy_decision as ReceiptEvent["policy_decision"],
+        decision_source: r.decision.decision_source as ReceiptEvent["decision_source"],
+        policy_name: (r.decision.policy_name as string | null) ?? null,
+        exception_id: r.exception_id,
+        recorded_at: r.recorded_at,
+        outcome: r.outcome,
+        event_hash: hashes[i]!,
+      }),
+    ),
+    event_chain: commitment,
+  };
+}
+
+/** The signed approval record of receipt `sequence`'s approval, as an export carries it. */
+export function makeApprovalRecord(sequence: number, key: SigningKey): ApprovalRecord {
+  const facts = {
+    approval_id: uuid(sequence, 3),
+    organization_id: ORG_ID,
+    chain_id: uuid(sequence, 2),
+    event_id: uuid(sequence, 4),
+    status: "approved",
+    policy_decision: "allow",
+    decision_source: "human_approval",
+    decided_by: "ana@acme.example",
+    notes: "ok for this vendor",
+    requested_at: "2026-01-15T12:02:00.000Z",
+    decided_at: "2026-01-15T12:03:00.000Z",
+    exception: {
+      exception_id: uuid(sequence, 5),
+      duration: "1d",
+      expires_at: "2026-01-16T12:03:00.000Z",
+    },
+  };
+  const text = approvalAttestationText({ format: APPROVAL_ATTESTATION_FORMAT, ...facts, kid: key.kid });
+  return { ...facts, kid: key.kid, signature: ed25519Sign(text, key.privateKey) };
+}
 
 /** A complete receipt body with every kind of field filled in. */
 export function makeBody(
@@ -58,36 +174,7 @@ export function makeBody(
         },
       },
     ],
-    events_summary: [
-      {
-        sequence: 1,
-        event_id: uuid(sequence, 6),
-        agent_name: "planner",
-        parent_agent_name: null,
-        action_type: "llm_call",
-        action_name: "plan",
-        policy_decision: "allow",
-        decision_source: "backend_evaluation",
-        policy_name: null,
-        exception_id: null,
-        recorded_at: "2026-01-15T12:01:00.000Z",
-        outcome: { status: "success", error_class: null, duration_ms: 812, result_sha256: "ab".repeat(32) },
-      },
-      {
-        sequence: 2,
-        event_id: uuid(sequence, 4),
-        agent_name: "payer",
-        parent_agent_name: "planner",
-        action_type: "tool_call",
-        action_name: "pay_invoice",
-        policy_decision: "allow",
-        decision_source: "human_approval",
-        policy_name: "financial-threshold",
-        exception_id: null,
-        recorded_at: "2026-01-15T12:02:00.000Z",
-        outcome: null,
-      },
-    ],
+    ...summarizeEvents(makeEventRecords(sequence)),
     policy_version: "cfg-3f2a",
     previous_receipt_hash: previousHash,
     ...overrides,

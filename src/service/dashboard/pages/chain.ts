@@ -1,7 +1,9 @@
 /**
  * /dashboard/chains/{chain_id}: the chain's timeline of events with their decisions (and which
  * time-boxed exception authorized which action), the approval decisions, and the receipt with
- * its v2 verification status (domain/verification.ts).
+ * its v2 verification status (domain/verification.ts), including whether the stored events and
+ * approvals still match the receipt: an event or approval that does not is marked where it is
+ * shown.
  */
 import type { PolicyDecision } from "../../../policy/schema.js";
 import type { Queryable } from "../../db/pool.js";
@@ -80,7 +82,19 @@ export type ReceiptSection =
       createdAt: string;
       verification: ReceiptVerification;
     }
-  | { kind: "unverified"; receiptNumber: string; receiptId: string; createdAt: string; reason: string };
+  | { kind: "unverified"; receiptNumber: string; receiptId: string; createdAt: string; reason: string }
+  | { kind: "missing"; receiptId: string };
+
+/** Sequences of events and ids of approvals that do not match the receipt (empty unless verified). */
+function mismatchesOf(r: ReceiptSection): { events: Set<number>; approvals: Set<string> } {
+  if (r.kind !== "verified") return { events: new Set(), approvals: new Set() };
+  return {
+    events: new Set(r.verification.events.mismatched_sequences),
+    approvals: new Set(r.verification.approvals.mismatched_approval_ids),
+  };
+}
+
+const mismatchBadge = () => html` ${badge("Does not match the receipt", "bad")}`;
 
 const durationText = (d: string | null) => (d ? (durationLabels[d as keyof typeof durationLabels] ?? d) : "");
 
@@ -100,12 +114,13 @@ function eventItem(
   chainId: string,
   approvals: Map<string, ChainApproval>,
   exceptions: Map<string, ChainException>,
+  mismatched: boolean,
 ): SafeHtml {
   const d = ev.decision as PolicyDecision;
   const approval = ev.approval_id ? approvals.get(ev.approval_id) : undefined;
-  return html`<li class="d-${d.policy_decision}" id="event-${ev.sequence}">
+  return html`<li class="d-${d.policy_decision}" id="event-${ev.sequence}"${mismatched ? html` data-evidence="mismatch"` : ""}>
 <div class="card-head"><strong>#${ev.sequence} ${ev.agent_name}${ev.parent_agent_name ? html` <span class="muted small">(delegated by ${ev.parent_agent_name})</span>` : ""} → <span class="mono">${ev.action_type}</span> ${ev.action_name}</strong>
-<span>${badge(decisionLabels[d.policy_decision] ?? d.policy_decision, toneOf(d.policy_decision))}${d.decision_source === "human_approval" ? html` ${badge("Human decision", "neutral")}` : ""}</span></div>
+<span>${badge(decisionLabels[d.policy_decision] ?? d.policy_decision, toneOf(d.policy_decision))}${d.decision_source === "human_approval" ? html` ${badge("Human decision", "neutral")}` : ""}${mismatched ? mismatchBadge() : ""}</span></div>
 <div class="small muted">${formatTime(ev.recorded_at)} · category ${ev.category}${d.policy_name ? ` · policy ${d.policy_name}` : ""}${d.evaluation_mode === "shadow" && d.shadow_decision ? ` · shadow: ${d.shadow_decision}` : ""}</div>
 ${d.decision_reason && html`<p class="small">${d.decision_reason}</p>`}
 ${ev.exception_id && exceptionNote(exceptions.get(ev.exception_id), ev.exception_id, chainId)}
@@ -121,6 +136,9 @@ function receiptBlock(r: ReceiptSection, chainStatus: string): SafeHtml {
   if (r.kind === "none") {
     return html`<p class="muted">${chainStatus === "completed" || chainStatus === "failed" ? "No receipt was found." : "The receipt is issued when the chain completes."}</p>`;
   }
+  if (r.kind === "missing") {
+    return html`<div class="notice bad"><p>The receipt of this chain (<span class="mono small">${r.receiptId}</span>) is missing: it was deleted. The events below are not covered by any receipt.</p></div>`;
+  }
   const head = html`<dl class="facts"><dt>Receipt number</dt><dd><strong>${r.receiptNumber}</strong></dd>
 <dt>Receipt id</dt><dd class="mono small">${r.receiptId}</dd><dt>Issued</dt><dd>${formatTime(r.createdAt)}</dd>`;
   if (r.kind === "unverified") {
@@ -132,6 +150,8 @@ function receiptBlock(r: ReceiptSection, chainStatus: string): SafeHtml {
 <dt>Integrity</dt><dd>${badge(v.integrity.status, toneOf(v.integrity.status))}</dd>
 <dt>Receipt chain</dt><dd>${badge(v.chain.status, toneOf(v.chain.status))}${v.chain.predecessor_receipt_number ? html` <span class="small muted">after ${v.chain.predecessor_receipt_number}</span>` : ""}</dd>
 <dt>Ed25519 signature</dt><dd>${badge(v.signature.status, toneOf(v.signature.status))} <span class="small muted">key ${v.signature.key_status}</span></dd>
+<dt>Recorded events</dt><dd>${badge(v.events.status, toneOf(v.events.status))} <span class="small muted">${v.events.status === "valid" ? `all ${v.events.event_count} match the receipt's event hash chain` : v.events.mismatched_sequences.length > 0 ? `event${v.events.mismatched_sequences.length === 1 ? "" : "s"} ${v.events.mismatched_sequences.map((n) => `#${n}`).join(", ")} do${v.events.mismatched_sequences.length === 1 ? "es" : ""} not match the receipt` : "do not match the receipt"}</span></dd>
+<dt>Approval records</dt><dd>${badge(v.approvals.status, toneOf(v.approvals.status))} <span class="small muted">${v.approvals.status === "valid" ? `${v.approvals.approval_count} signed and matching the receipt` : "do not match the receipt or their signatures"}</span></dd>
 <dt>Verified</dt><dd>${formatTime(v.verified_at)} <span class="small muted">(server-attested)</span></dd>
 </dl>
 ${v.problems.length > 0 && html`<div class="notice bad"><ul>${v.problems.map((p) => html`<li>${p}</li>`)}</ul></div>`}`;
@@ -147,6 +167,7 @@ export function chainBody(opts: {
 }): SafeHtml {
   const { chain, events, approvals, exceptions } = opts;
   const byId = new Map(approvals.map((a) => [a.approval_id, a]));
+  const mismatched = mismatchesOf(opts.receipt);
   const meta = Object.entries(chain.metadata ?? {});
   return html`<p class="small"><a href="/dashboard/approvals">← Approvals</a></p>
 <h1>Chain ${chain.name}</h1>
@@ -169,7 +190,7 @@ ${meta.map(([k, v]) => html`<dt>${k}</dt><dd class="small">${typeof v === "strin
 </section>
 </div>
 <h2>Timeline</h2>
-${events.length === 0 ? html`<p class="muted">No actions recorded yet.</p>` : html`<section class="card"><ol class="timeline">${events.map((e) => eventItem(e, chain.chain_id, byId, exceptions))}</ol></section>`}
+${events.length === 0 ? html`<p class="muted">No actions recorded yet.</p>` : html`<section class="card"><ol class="timeline">${events.map((e) => eventItem(e, chain.chain_id, byId, exceptions, mismatched.events.has(e.sequence)))}</ol></section>`}
 <h2>Approval decisions</h2>
 ${
   approvals.length === 0
@@ -178,7 +199,7 @@ ${
 <thead><tr><th scope="col">Event</th><th scope="col">Status</th><th scope="col">By</th><th scope="col">Decided</th><th scope="col">Notes</th><th scope="col">Exception granted</th></tr></thead>
 <tbody>${approvals.map((a) => {
         const seq = events.find((e) => e.event_id === a.event_id)?.sequence;
-        return html`<tr><td>${seq ? html`<a href="#event-${seq}">#${seq}</a>` : "—"}</td><td>${badge(a.status, toneOf(a.status))}</td>
+        return html`<tr><td>${seq ? html`<a href="#event-${seq}">#${seq}</a>` : "—"}</td><td>${badge(a.status, toneOf(a.status))}${mismatched.approvals.has(a.approval_id) ? mismatchBadge() : ""}</td>
 <td>${a.decided_by ?? "—"}</td><td>${a.decided_at ? formatTime(a.decided_at) : html`<span class="muted">expires ${formatTime(a.expires_at)}</span>`}</td>
 <td>${a.notes ?? ""}</td><td>${a.exception_id ? `${durationText(a.duration)} until ${formatTime(a.exception_expires_at!)}` : "—"}</td></tr>`;
       })}</tbody></table></div>`

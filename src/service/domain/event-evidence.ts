@@ -1,0 +1,96 @@
+/**
+ * Reads the evidence of chains from storage: each chain's events as the canonical records the
+ * event hash chain covers (src/receipts/event-chain.ts), and its approvals as records with their
+ * Ed25519 attestations (src/receipts/approval-record.ts). Used when a receipt is built (the
+ * hashes are computed then, off the recording hot path: docs/adr/0007), when a receipt is
+ * verified, for the chain view, and for the offline export.
+ */
+import type { ApprovalRecord } from "../../receipts/approval-record.js";
+import type { EventRecord } from "../../receipts/event-chain.js";
+import type { Queryable } from "../db/pool.js";
+import { type AttestedApprovalRow, approvalRecordOf, attestationSelect } from "./approval-attestation.js";
+
+/** A chain_events row with the columns an event record needs. */
+interface EventRow {
+  id: string;
+  chain_id: string;
+  sequence: number;
+  agent_name: string;
+  parent_agent_name: string | null;
+  action_type: string;
+  action_name: string;
+  category: string;
+  payload: Record<string, unknown>;
+  decision: Record<string, unknown>;
+  exception_id: string | null;
+  approval_id: string | null;
+  outcome: EventRecord["outcome"];
+  recorded_at: Date;
+}
+
+/** The event record of a stored row: exactly the values the row holds now. */
+export function eventRecordOf(r: EventRow): EventRecord {
+  return {
+    chain_id: r.chain_id,
+    sequence: r.sequence,
+    event_id: r.id,
+    agent_name: r.agent_name,
+    parent_agent_name: r.parent_agent_name,
+    action_type: r.action_type,
+    action_name: r.action_name,
+    category: r.category,
+    payload: r.payload as EventRecord["payload"],
+    decision: r.decision as EventRecord["decision"],
+    exception_id: r.exception_id,
+    approval_id: r.approval_id,
+    outcome: r.outcome ?? null,
+    recorded_at: new Date(r.recorded_at).toISOString(),
+  };
+}
+
+/**
+ * The stored events of `chainIds` as records, per chain in sequence order (chains without
+ * events are absent from the map).
+ */
+export async function loadEventRecords(
+  q: Queryable,
+  chainIds: readonly string[],
+): Promise<Map<string, EventRecord[]>> {
+  const byChain = new Map<string, EventRecord[]>();
+  if (chainIds.length === 0) return byChain;
+  const { rows } = await q.query<EventRow>(
+    `SELECT id, chain_id, sequence, agent_name, parent_agent_name, action_type, action_name, category, payload,
+       decision, exception_id, approval_id, outcome, recorded_at
+     FROM chain_events WHERE chain_id = ANY($1::uuid[]) ORDER BY chain_id, sequence`,
+    [chainIds],
+  );
+  for (const row of rows) {
+    const list = byChain.get(row.chain_id) ?? [];
+    list.push(eventRecordOf(row));
+    byChain.set(row.chain_id, list);
+  }
+  return byChain;
+}
+
+/**
+ * The stored approvals of `chainIds` as records (current columns, recorded kid and signature),
+ * per chain in the order of their events, as the receipt lists them.
+ */
+export async function loadApprovalRecords(
+  q: Queryable,
+  chainIds: readonly string[],
+): Promise<Map<string, ApprovalRecord[]>> {
+  const byChain = new Map<string, ApprovalRecord[]>();
+  if (chainIds.length === 0) return byChain;
+  const { rows } = await q.query<AttestedApprovalRow>(
+    `${attestationSelect} LEFT JOIN chain_events ev ON ev.id = a.event_id
+     WHERE a.chain_id = ANY($1::uuid[]) ORDER BY a.chain_id, ev.sequence NULLS LAST, a.requested_at, a.id`,
+    [chainIds],
+  );
+  for (const row of rows) {
+    const list = byChain.get(row.chain_id) ?? [];
+    list.push(approvalRecordOf(row));
+    byChain.set(row.chain_id, list);
+  }
+  return byChain;
+}
