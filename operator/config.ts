@@ -7,6 +7,7 @@ import { randomBytes } from "node:crypto";
 import { readFileSync } from "node:fs";
 import os from "node:os";
 import { z } from "zod";
+import { VERSION } from "../src/version.js";
 import type { SidecarMode } from "./webhook/patch.js";
 
 /** How the webhook gets its serving certificate. */
@@ -54,51 +55,98 @@ export interface OperatorConfig {
   logLevel: string;
 }
 
-const version = (() => {
-  try {
-    const pkg = JSON.parse(readFileSync(new URL("../package.json", import.meta.url), "utf8")) as {
-      version?: string;
-    };
-    return pkg.version ?? "latest";
-  } catch {
-    return "latest";
-  }
-})();
-
 /** Concurrent reconciles when TOLLGATE_WORKERS is not set. */
 export const DEFAULT_WORKERS = 4;
 
 const port = z.coerce.number().int().min(0).max(65535);
 const seconds = z.coerce.number().positive().max(3600);
 
+/** The operator's environment; each variable's description is its line in `--help`. */
 const EnvSchema = z.object({
-  KUBECONFIG: z.string().min(1).optional(),
-  TOLLGATE_SERVICE_URL: z.url(),
-  TOLLGATE_ADMIN_TOKEN_FILE: z.string().min(1),
-  TOLLGATE_OPERATOR_NAMESPACE: z.string().min(1).optional(),
-  TOLLGATE_OPERATOR_IDENTITY: z.string().min(1).max(128).optional(),
-  POD_NAME: z.string().min(1).optional(),
-  TOLLGATE_LEASE_NAME: z.string().min(1).default("tollgate-operator"),
-  TOLLGATE_LEASE_DURATION_SECONDS: seconds.default(15),
-  TOLLGATE_LEASE_RENEW_DEADLINE_SECONDS: seconds.default(10),
-  TOLLGATE_LEASE_RETRY_PERIOD_SECONDS: seconds.default(2),
-  TOLLGATE_WEBHOOK_HOST: z.string().min(1).default("0.0.0.0"),
-  TOLLGATE_WEBHOOK_PORT: port.default(9443),
-  TOLLGATE_WEBHOOK_SERVICE_NAME: z.string().min(1).default("tollgate-operator"),
-  TOLLGATE_WEBHOOK_EXTRA_SANS: z.string().default(""),
-  TOLLGATE_WEBHOOK_CONFIGURATION: z.string().min(1).default("tollgate-sidecar-injector"),
-  TOLLGATE_WEBHOOK_TLS_SECRET: z.string().min(1).default("tollgate-webhook-tls"),
-  TOLLGATE_WEBHOOK_CERT_MODE: z.enum(["self-signed", "cert-manager"]).default("self-signed"),
-  TOLLGATE_WEBHOOK_CERT_DIR: z.string().min(1).default("/tmp/k8s-webhook-server/serving-certs"),
-  TOLLGATE_SIDECAR_IMAGE: z.string().min(1).default(`ghcr.io/tollgate/sidecar:${version}`),
-  TOLLGATE_SIDECAR_SERVICE_URL: z.url().optional(),
-  TOLLGATE_SIDECAR_MODE: z.enum(["container", "native"]).default("container"),
-  TOLLGATE_HEALTH_HOST: z.string().min(1).default("0.0.0.0"),
-  TOLLGATE_HEALTH_PORT: port.default(8081),
-  TOLLGATE_RESYNC_SECONDS: z.coerce.number().min(0).max(86_400).default(300),
-  TOLLGATE_WORKERS: z.coerce.number().int().min(1).max(64).default(DEFAULT_WORKERS),
-  LOG_LEVEL: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"),
+  KUBECONFIG: z
+    .string()
+    .min(1)
+    .optional()
+    .describe("kubeconfig file (default: ~/.kube/config, then in-cluster)"),
+  TOLLGATE_SERVICE_URL: z.url().describe("governance service base URL (required)"),
+  TOLLGATE_ADMIN_TOKEN_FILE: z.string().min(1).describe("file holding the service admin token (required)"),
+  TOLLGATE_OPERATOR_NAMESPACE: z
+    .string()
+    .min(1)
+    .optional()
+    .describe("namespace of the Lease and webhook Secret (default: the pod's, else tollgate-system)"),
+  TOLLGATE_OPERATOR_IDENTITY: z.string().min(1).max(128).optional().describe("this replica's Lease identity"),
+  POD_NAME: z.string().min(1).optional().describe("pod name (the identity when the above is unset)"),
+  TOLLGATE_LEASE_NAME: z.string().min(1).default("tollgate-operator").describe("leader election Lease"),
+  TOLLGATE_LEASE_DURATION_SECONDS: seconds.default(15).describe("Lease duration in seconds"),
+  TOLLGATE_LEASE_RENEW_DEADLINE_SECONDS: seconds.default(10).describe("leader renew deadline in seconds"),
+  TOLLGATE_LEASE_RETRY_PERIOD_SECONDS: seconds.default(2).describe("Lease retry period in seconds"),
+  TOLLGATE_WEBHOOK_HOST: z.string().min(1).default("0.0.0.0").describe("admission webhook listen address"),
+  TOLLGATE_WEBHOOK_PORT: port.default(9443).describe("admission webhook HTTPS port"),
+  TOLLGATE_WEBHOOK_SERVICE_NAME: z
+    .string()
+    .min(1)
+    .default("tollgate-operator")
+    .describe("Service fronting the webhook (certificate names)"),
+  TOLLGATE_WEBHOOK_EXTRA_SANS: z.string().default("").describe("extra certificate SANs, comma-separated"),
+  TOLLGATE_WEBHOOK_CONFIGURATION: z
+    .string()
+    .min(1)
+    .default("tollgate-sidecar-injector")
+    .describe("MutatingWebhookConfiguration whose caBundle is kept current"),
+  TOLLGATE_WEBHOOK_TLS_SECRET: z
+    .string()
+    .min(1)
+    .default("tollgate-webhook-tls")
+    .describe("webhook TLS Secret"),
+  TOLLGATE_WEBHOOK_CERT_MODE: z
+    .enum(["self-signed", "cert-manager"])
+    .default("self-signed")
+    .describe("self-signed | cert-manager"),
+  TOLLGATE_WEBHOOK_CERT_DIR: z
+    .string()
+    .min(1)
+    .default("/tmp/k8s-webhook-server/serving-certs")
+    .describe("certificate directory with cert-manager"),
+  TOLLGATE_SIDECAR_IMAGE: z
+    .string()
+    .min(1)
+    .default(`ghcr.io/tollgate/sidecar:${VERSION}`)
+    .describe("image of the injected sidecar"),
+  TOLLGATE_SIDECAR_SERVICE_URL: z
+    .url()
+    .optional()
+    .describe("service URL the sidecars call (default: the above)"),
+  TOLLGATE_SIDECAR_MODE: z.enum(["container", "native"]).default("container").describe("container | native"),
+  TOLLGATE_HEALTH_HOST: z
+    .string()
+    .min(1)
+    .default("0.0.0.0")
+    .describe("/healthz /readyz /metrics listen address"),
+  TOLLGATE_HEALTH_PORT: port.default(8081).describe("/healthz /readyz /metrics port"),
+  TOLLGATE_RESYNC_SECONDS: z.coerce.number().min(0).max(86_400).default(300).describe("full resync period"),
+  TOLLGATE_WORKERS: z.coerce
+    .number()
+    .int()
+    .min(1)
+    .max(64)
+    .default(DEFAULT_WORKERS)
+    .describe("concurrent reconciles"),
+  LOG_LEVEL: z
+    .enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"])
+    .default("info")
+    .describe("log level"),
 });
+
+/** The environment section of `--help`, generated from the schema (name, default, description). */
+export function operatorEnvironmentHelp(): string {
+  const lines = Object.entries(EnvSchema.shape).map(([name, schema]) => {
+    const def =
+      schema instanceof z.ZodDefault ? ` [default: ${JSON.stringify(schema.def.defaultValue)}]` : "";
+    return `  ${name.padEnd(40)}${schema.description ?? ""}${def}`;
+  });
+  return `\nEnvironment:\n${lines.join("\n")}\n`;
+}
 
 /** Thrown for invalid configuration; the message names each variable. */
 export class OperatorConfigError extends Error {

@@ -3,23 +3,43 @@
  * validates the environment (operator/config.ts), starts one replica, and stops gracefully on
  * SIGTERM/SIGINT (releasing the leader Lease so another replica takes over at once).
  */
-import { loadOperatorConfig, OperatorConfigError } from "./config.js";
+import { Command, CommanderError } from "commander";
+import { VERSION } from "../src/version.js";
+import { loadOperatorConfig, OperatorConfigError, operatorEnvironmentHelp } from "./config.js";
 import { createOperatorLogger } from "./log.js";
 import { startOperator } from "./operator.js";
 
 async function main(): Promise<void> {
-  let config: ReturnType<typeof loadOperatorConfig>;
+  // --help and --version work without any configuration; everything else is environment.
+  const program = new Command("tollgate-operator")
+    .description(
+      "Tollgate operator: reconciles Organization, GovernancePolicy and ApproverTeam into the governance service and injects the sidecar (admission webhook)",
+    )
+    .version(VERSION)
+    .addHelpText("after", operatorEnvironmentHelp())
+    .exitOverride();
   try {
-    config = loadOperatorConfig();
+    program.parse(process.argv);
   } catch (err) {
+    if (err instanceof CommanderError) process.exit(err.exitCode);
+    throw err;
+  }
+  /** A configuration error (environment, kubeconfig) is one clear message and exit code 2. */
+  const exitOnConfigError = (err: unknown): never => {
     if (err instanceof OperatorConfigError) {
       process.stderr.write(`${err.message}\n`);
       process.exit(2);
     }
     throw err;
+  };
+  let config: ReturnType<typeof loadOperatorConfig>;
+  try {
+    config = loadOperatorConfig();
+  } catch (err) {
+    return exitOnConfigError(err);
   }
   const log = createOperatorLogger({ level: config.logLevel });
-  const operator = await startOperator({ config, log });
+  const operator = await startOperator({ config, log }).catch(exitOnConfigError);
   let stopping = false;
   const shutdown = (signal: string) => {
     if (stopping) return;

@@ -5,6 +5,7 @@
  * Exit codes: 0 after a drain, 2 for invalid configuration, 1 for anything else.
  */
 import { Command, CommanderError } from "commander";
+import { VERSION } from "../src/version.js";
 import { ConfigError, describeConfig, loadConfig, readApiKey } from "./config.js";
 import { createLogger } from "./logger.js";
 import { startSidecar } from "./sidecar.js";
@@ -37,6 +38,7 @@ async function main(): Promise<void> {
     .description(
       "Tollgate sidecar: governs an agent's tool calls through the governance service (gRPC tollgate.v1.ToolGateway)",
     )
+    .version(VERSION)
     .option("-c, --config <file>", "YAML or JSON configuration file (environment variables win)")
     .option("--print-config", "print the validated configuration (no secrets) and exit")
     .addHelpText("after", ENVIRONMENT_HELP)

@@ -12,6 +12,7 @@
 import { createHash } from "node:crypto";
 import http from "node:http";
 import https from "node:https";
+import { OperatorConfigError } from "../config.js";
 import { ApiException, CoreV1Api, createConfiguration, KubeConfig, ServerConfiguration } from "./k8s.js";
 
 /** The API clients of one operator instance. */
@@ -25,11 +26,20 @@ export interface KubeClients {
 /**
  * Loads the kubeconfig: `kubeconfigPath` when given, else the default chain (KUBECONFIG,
  * ~/.kube/config, in-cluster service account). API calls time out after `requestTimeoutMs`.
+ * @throws OperatorConfigError when the kubeconfig cannot be read or parsed.
  */
 export function loadKubeClients(kubeconfigPath?: string, requestTimeoutMs = 30_000): KubeClients {
   const kc = new KubeConfig();
-  if (kubeconfigPath) kc.loadFromFile(kubeconfigPath);
-  else kc.loadFromDefault();
+  try {
+    if (kubeconfigPath) kc.loadFromFile(kubeconfigPath);
+    else kc.loadFromDefault();
+  } catch (err) {
+    // One clear line instead of the client library's stack trace.
+    const why = (err as NodeJS.ErrnoException).code ?? (err as Error).message;
+    throw new OperatorConfigError([
+      `KUBECONFIG: cannot load ${kubeconfigPath ?? "the default kubeconfig"} (${why})`,
+    ]);
+  }
   reuseDispatchers(kc);
   const cluster = kc.getCurrentCluster();
   if (!cluster) throw new Error("the kubeconfig has no current cluster");

@@ -18,6 +18,7 @@
  */
 import { readFile } from "node:fs/promises";
 import { Command, CommanderError } from "commander";
+import { VERSION } from "../version.js";
 import { formatReport } from "./format.js";
 import { ExportInputError, importJwks, type KeysSource, parseExport, verifyExport } from "./verify-export.js";
 
@@ -118,6 +119,7 @@ export async function main(argv: string[], io: Io = defaultIo): Promise<ExitCode
   const program = new Command()
     .name("tollgate")
     .description("Tollgate command line tools")
+    .version(VERSION)
     .exitOverride()
     .configureOutput({ writeOut: io.stdout, writeErr: io.stderr })
     .showHelpAfterError();

@@ -8,11 +8,17 @@ import { chmod, mkdir, readFile, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { Command } from "commander";
 import { z } from "zod";
+import { VERSION } from "../version.js";
 import { describeSmtp, type SmtpConfig, SmtpEnvSchema, smtpFromEnv } from "./notify/smtp.js";
 import { type OidcConfig, OidcEnvSchema, oidcFromEnv } from "./oidc/settings.js";
 
 const EnvSchema = z.object({
-  PORT: z.coerce.number().int().min(0).max(65535).default(8000),
+  PORT: z.coerce
+    .number({ error: "must be a port number (0-65535)" })
+    .int({ error: "must be a port number (0-65535)" })
+    .min(0, { error: "must be a port number (0-65535)" })
+    .max(65535, { error: "must be a port number (0-65535)" })
+    .default(8000),
   HOST: z.string().min(1).default("127.0.0.1"),
   TOLLGATE_DATA_DIR: z.string().min(1).default(".tollgate"),
   DATABASE_URL: z.string().url().optional(),
@@ -85,6 +91,7 @@ export async function loadConfig(argv: string[], env: NodeJS.ProcessEnv): Promis
   const program = new Command()
     .name("tollgate-service")
     .description("Tollgate governance service: chains, policy decisions, approvals and signed receipts.")
+    .version(VERSION)
     .option("-p, --port <port>", "HTTP port (env PORT)")
     .option("--host <host>", "bind address (env HOST)")
     .option("--data-dir <dir>", "data directory for PGlite and dev secrets (env TOLLGATE_DATA_DIR)")
@@ -102,7 +109,16 @@ export async function loadConfig(argv: string[], env: NodeJS.ProcessEnv): Promis
     ...(flags.logLevel !== undefined && { LOG_LEVEL: flags.logLevel }),
   });
   if (!parsed.success) {
-    throw new ConfigError(parsed.error.issues.map((i) => `${i.path.join(".")}: ${i.message}`));
+    // A value given as a flag is named as the flag the user typed.
+    const flagOf: Record<string, string | undefined> = {
+      PORT: flags.port !== undefined ? "--port" : undefined,
+      HOST: flags.host !== undefined ? "--host" : undefined,
+      TOLLGATE_DATA_DIR: flags.dataDir !== undefined ? "--data-dir" : undefined,
+      LOG_LEVEL: flags.logLevel !== undefined ? "--log-level" : undefined,
+    };
+    throw new ConfigError(
+      parsed.error.issues.map((i) => `${flagOf[String(i.path[0])] ?? i.path.join(".")}: ${i.message}`),
+    );
   }
   const e = parsed.data;
   const dataDir = path.resolve(e.TOLLGATE_DATA_DIR);
