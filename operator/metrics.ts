@@ -4,7 +4,7 @@
  * outcome), never object names or secrets.
  */
 import { Counter, Gauge, Histogram, Registry } from "prom-client";
-import { collectConformingDefaultMetrics } from "../src/metrics/default-metrics.js";
+import { collectConformingDefaultMetrics, registerBuildInfo } from "../src/metrics/default-metrics.js";
 
 /** Results of one reconcile, the `result` label of tollgate_operator_reconciles_total. */
 export const ReconcileResult = { success: "success", error: "error", requeue: "requeue" } as const;
@@ -22,7 +22,8 @@ export type AdmissionOutcome = (typeof AdmissionOutcome)[keyof typeof AdmissionO
 /** Creates the operator's metrics. */
 export function createOperatorMetrics(opts: { defaultMetrics?: boolean } = {}) {
   const registry = new Registry();
-  if (opts.defaultMetrics ?? true) collectConformingDefaultMetrics(registry, "tollgate_operator_");
+  if (opts.defaultMetrics ?? true) collectConformingDefaultMetrics(registry);
+  registerBuildInfo(registry, "operator");
   return {
     registry,
     reconciles: new Counter({

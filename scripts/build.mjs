@@ -36,6 +36,7 @@
  *
  * Exit codes: 0 built, 1 build error (esbuild's messages on stderr), 2 usage error.
  */
+import { spawnSync } from "node:child_process";
 import { readdir, readFile } from "node:fs/promises";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
@@ -119,6 +120,16 @@ function sourceRelativeImportMeta(outdir) {
   };
 }
 
+/**
+ * The commit the bundles report (src/version.ts COMMIT): TOLLGATE_BUILD_COMMIT (an image build
+ * passes it as a build argument), else the checkout's HEAD, else "unknown".
+ */
+function buildCommit() {
+  if (process.env.TOLLGATE_BUILD_COMMIT) return process.env.TOLLGATE_BUILD_COMMIT;
+  const head = spawnSync("git", ["rev-parse", "HEAD"], { cwd: root, encoding: "utf8" });
+  return head.status === 0 ? head.stdout.trim() : "unknown";
+}
+
 /** Bundles every entry and prelude into `outdir` (absolute); rejects on errors. */
 async function build(outdir) {
   const preludes = await findPreludes();
@@ -132,6 +143,7 @@ async function build(outdir) {
     logLevel: "warning",
     absWorkingDir: root,
     metafile: true,
+    define: { "process.env.TOLLGATE_BUILD_COMMIT": JSON.stringify(buildCommit()) },
     plugins: [preludesAsFiles(preludes), sourceRelativeImportMeta(outdir)],
   };
   const [modules] = await Promise.all([

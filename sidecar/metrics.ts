@@ -4,7 +4,7 @@
  * operator's configuration; never identifiers, payloads or secrets.
  */
 import { Counter, Histogram, Registry } from "prom-client";
-import { collectConformingDefaultMetrics } from "../src/metrics/default-metrics.js";
+import { collectConformingDefaultMetrics, registerBuildInfo } from "../src/metrics/default-metrics.js";
 
 /** What an Invoke ended with (label `decision` of tollgate_sidecar_invocations_total). */
 export const InvocationResult = {
@@ -29,7 +29,8 @@ const fast = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1
 /** Creates the sidecar's registry and metrics. */
 export function createMetrics(opts: { defaultMetrics?: boolean } = {}) {
   const registry = new Registry();
-  if (opts.defaultMetrics ?? true) collectConformingDefaultMetrics(registry, "tollgate_sidecar_");
+  if (opts.defaultMetrics ?? true) collectConformingDefaultMetrics(registry);
+  registerBuildInfo(registry, "sidecar");
   return {
     registry,
     invocations: new Counter({

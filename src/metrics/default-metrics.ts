@@ -5,9 +5,12 @@
  * which `promtool check metrics` rejects. Nothing is lost: the per-type gauges
  * `nodejs_active_handles{type}`, `nodejs_active_requests{type}` and
  * `nodejs_active_resources{type}` stay, and `sum()` over them is the total.
- * Shared by the service, the sidecar and the operator (issue 8).
+ * Shared by the service, the sidecar and the operator, all with the standard unprefixed names
+ * (`process_cpu_seconds_total`, `nodejs_heap_size_used_bytes`), so standard dashboards see every
+ * component; the scrape's `job`/`pod` labels tell them apart.
  */
-import { collectDefaultMetrics, type Registry } from "prom-client";
+import { collectDefaultMetrics, Gauge, type Registry } from "prom-client";
+import { COMMIT, VERSION } from "../version.js";
 
 /** Default metrics whose names promtool's lint rejects (gauges ending in `_total`). */
 export const NON_CONFORMING_DEFAULT_METRICS = [
@@ -17,10 +20,26 @@ export const NON_CONFORMING_DEFAULT_METRICS = [
 ] as const;
 
 /**
- * Registers the default metrics on `registry` with an optional name `prefix` (e.g.
- * "tollgate_sidecar_"), then removes {@link NON_CONFORMING_DEFAULT_METRICS}.
+ * Registers the default process and Node.js metrics on `registry` under their standard names,
+ * then removes {@link NON_CONFORMING_DEFAULT_METRICS}.
  */
-export function collectConformingDefaultMetrics(registry: Registry, prefix = ""): void {
-  collectDefaultMetrics({ register: registry, prefix });
-  for (const name of NON_CONFORMING_DEFAULT_METRICS) registry.removeSingleMetric(`${prefix}${name}`);
+export function collectConformingDefaultMetrics(registry: Registry): void {
+  collectDefaultMetrics({ register: registry });
+  for (const name of NON_CONFORMING_DEFAULT_METRICS) registry.removeSingleMetric(name);
+}
+
+/** The components that expose metrics. */
+export type Component = "service" | "sidecar" | "operator";
+
+/**
+ * Registers `tollgate_<component>_build_info{version, commit, nodejs_version} 1`, the
+ * Prometheus convention for what is running (join on it to label other series by version).
+ */
+export function registerBuildInfo(registry: Registry, component: Component): void {
+  new Gauge({
+    name: `tollgate_${component}_build_info`,
+    help: `Build of the Tollgate ${component}: version, commit and Node.js version; always 1.`,
+    labelNames: ["version", "commit", "nodejs_version"] as const,
+    registers: [registry],
+  }).set({ version: VERSION, commit: COMMIT, nodejs_version: process.version }, 1);
 }

@@ -120,6 +120,16 @@ export async function buildService(opts: ServiceOptions): Promise<Service> {
   });
   app.addHook("onRequest", requirePrincipal);
   app.addHook("preValidation", rejectUnsafeInput);
+  app.addHook("onResponse", async (req, reply) => {
+    ctx.metrics.httpDuration.observe(
+      {
+        http_request_method: req.method,
+        http_route: req.routeOptions.url ?? "unmatched",
+        http_response_status_class: `${Math.floor(reply.statusCode / 100)}xx`,
+      },
+      reply.elapsedTime / 1000,
+    );
+  });
 
   app.setErrorHandler((err: FastifyError | ApiError, req, reply) => {
     if (err instanceof ApiError) {

@@ -3,15 +3,29 @@
  * per service instance so that several instances can live in one test process.
  */
 import { Counter, Gauge, Histogram, Registry } from "prom-client";
-import { collectConformingDefaultMetrics } from "../metrics/default-metrics.js";
+import { collectConformingDefaultMetrics, registerBuildInfo } from "../metrics/default-metrics.js";
 import type { Database } from "./db/pool.js";
 
 /** The service's metrics. Label values are bounded enums, never identifiers or secrets. */
 export function createMetrics(db: Database, opts: { defaultMetrics?: boolean } = {}) {
   const registry = new Registry();
   if (opts.defaultMetrics ?? true) collectConformingDefaultMetrics(registry);
+  registerBuildInfo(registry, "service");
   const m = {
     registry,
+    /**
+     * RED metrics of the HTTP API, OpenTelemetry HTTP semantic-convention names
+     * (`http.server.request.duration`, `http.request.method`, `http.route`) in Prometheus form;
+     * the status as its class (2xx..5xx) keeps the series bounded. Route = the template
+     * (`/v1/chains/:chain_id`), "unmatched" for 404s of unknown paths.
+     */
+    httpDuration: new Histogram({
+      name: "http_server_request_duration_seconds",
+      help: "Duration of HTTP server requests, in seconds, by method, route template and status class.",
+      labelNames: ["http_request_method", "http_route", "http_response_status_class"] as const,
+      buckets: [0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.25, 0.5, 0.75, 1, 2.5, 5, 7.5, 10],
+      registers: [registry],
+    }),
     decisions: new Counter({
       name: "tollgate_decisions_total",
       help: "Policy decisions made by the service, by outcome.",

@@ -175,6 +175,7 @@ describe("metrics expositions pass promtool check metrics", () => {
       })
     ).json;
     expect((await fetch(`${base}${token.public_path}`)).status).toBe(200);
+    expect((await fetch(`${base}/no-such-route`)).status).toBe(404);
 
     const text = await scrape(`${base}/metrics`);
     expositions.push(text);
@@ -206,6 +207,22 @@ describe("metrics expositions pass promtool check metrics", () => {
     expect(sample(text, "tollgate_outbox_backlog")).toBeGreaterThanOrEqual(0);
     expect(text).toMatch(/^process_cpu_seconds_total /m);
     expect(text).toMatch(/^nodejs_heap_size_used_bytes /m);
+    expect(text).toMatch(
+      /^tollgate_service_build_info\{version="[^"]+",commit="[^"]+",nodejs_version="v\d+[^"]*"\} 1$/m,
+    );
+    // RED metrics by route template and status class.
+    expect(
+      sample(
+        text,
+        'http_server_request_duration_seconds_count{http_request_method="POST",http_route="/v1/chains/:chain_id/actions",http_response_status_class="2xx"}',
+      ),
+    ).toBeGreaterThan(0);
+    expect(
+      sample(
+        text,
+        'http_server_request_duration_seconds_count{http_request_method="GET",http_route="unmatched",http_response_status_class="4xx"}',
+      ),
+    ).toBeGreaterThan(0);
   });
 
   it("sidecar: invocations through gRPC, then a clean lint", async () => {
@@ -234,7 +251,11 @@ describe("metrics expositions pass promtool check metrics", () => {
     expect(
       sample(text, 'tollgate_sidecar_upstream_duration_seconds_count{upstream="tools",result="ok"}'),
     ).toBe(1);
-    expect(text).toMatch(/^tollgate_sidecar_process_cpu_seconds_total /m);
+    // Standard names, as the service's: standard dashboards see the sidecar.
+    expect(text).toMatch(/^process_cpu_seconds_total /m);
+    expect(text).toMatch(
+      /^tollgate_sidecar_build_info\{version="[^"]+",commit="[^"]+",nodejs_version="v\d+[^"]*"\} 1$/m,
+    );
   });
 
   it("the chart's Grafana dashboard: every query parses (promtool check rules) and names only exposed metrics", async () => {

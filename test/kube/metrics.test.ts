@@ -48,7 +48,10 @@ describe("operator metrics pass promtool check metrics", () => {
     expect(
       sample(text, 'tollgate_operator_reconciles_total{kind="Organization",result="success"}'),
     ).toBeGreaterThanOrEqual(1);
-    expect(text).toMatch(/^tollgate_operator_process_cpu_seconds_total /m);
+    expect(text).toMatch(/^process_cpu_seconds_total /m);
+    expect(text).toMatch(
+      /^tollgate_operator_build_info\{version="[^"]+",commit="[^"]+",nodejs_version="[^"]+"\} 1$/m,
+    );
     expect(text).not.toMatch(/_active_handles_total/);
   });
 });
