@@ -6,6 +6,8 @@ import { defineConfig } from "vitest/config";
  * - service-postgres / service-pglite: the same service suite against real PostgreSQL
  *   (a throwaway cluster started by test/support/global-postgres.ts) and embedded PGlite.
  * - kube, e2e, browser: real control plane, full stack, Chromium.
+ * - cluster: a kind cluster with real pods (scripts/kind-up.sh): the chart with images built from
+ *   the Dockerfile, the operator, the injected sidecar governing calls to real MCP servers.
  * A test that needs a real part fails when the part is missing; nothing skips silently.
  */
 const serviceSuites = ["test/service/**/*.test.ts", "test/sdk/**/*.test.ts"];
@@ -73,6 +75,16 @@ export default defineConfig({
           include: ["test/kube/**/*.test.ts"],
           testTimeout: 120_000,
           hookTimeout: 180_000,
+          poolOptions: { forks: { singleFork: true } },
+        },
+      },
+      {
+        test: {
+          name: "cluster",
+          include: ["test/cluster/**/*.test.ts"],
+          globalSetup: ["test/cluster/global-setup.ts"],
+          testTimeout: 600_000,
+          hookTimeout: 600_000,
           poolOptions: { forks: { singleFork: true } },
         },
       },

@@ -18,40 +18,22 @@
 set -euo pipefail
 
 # ---- pinned versions -----------------------------------------------------------------
-# k8s.io/kubernetes v1.36.4: newest 1.3x patch that the module proxy serves AND the checksum
-# database (sum.golang.org) verifies, and whose go.mod ("go 1.26.0") works with our Go; its
-# go.mod pins etcd 3.6.x. (v1.36.5's zip is on the proxy but sum.golang.org answers 404, so
-# `go get` refuses it; 1.37.x pins etcd 3.7.)
-K8S_VERSION="v1.36.4"
-# Newest etcd 3.6 patch on the proxy.
-ETCD_VERSION="v3.6.16"
+log() { printf '[build-control-plane] %s\n' "$*" >&2; }
+# Kubernetes and etcd versions, the staging-module lists and the wrapper-module builders are
+# shared with scripts/build-kind.sh.
+# shellcheck source=lib/k8s.sh
+source "$(dirname "$0")/lib/k8s.sh"
 # Newest Helm v3 release on the proxy (built against k8s.io/client-go v0.37.0).
 HELM_VERSION="v3.22.0"
 HELM_K8S_MAJOR="1"
 HELM_K8S_MINOR="37"
 
-# Staging modules replaced in k8s.io/kubernetes ${K8S_VERSION}'s go.mod. Replacements for
-# modules outside the build graph are never fetched, so listing all of them is harmless.
-K8S_STAGING_MODULES=(
-  api apiextensions-apiserver apimachinery apiserver cli-runtime client-go cloud-provider
-  cluster-bootstrap code-generator component-base component-helpers controller-manager
-  cri-api cri-client cri-streaming csi-translation-lib dynamic-resource-allocation
-  endpointslice externaljwt kms kube-aggregator kube-controller-manager kube-proxy
-  kube-scheduler kubectl kubelet metrics mount-utils pod-security-admission
-  sample-apiserver sample-cli-plugin sample-controller streaming
-)
-# Modules replaced with local paths in go.etcd.io/etcd/server/v3 ${ETCD_VERSION}'s go.mod.
-ETCD_LOCAL_MODULES=(api/v3 client/pkg/v3 client/v3 pkg/v3)
-
 # ---- paths ----------------------------------------------------------------------------
-CACHE_DIR="${TOLLGATE_CACHE_DIR:-$HOME/.cache/tollgate}"
-CP_DIR="${CACHE_DIR}/controlplane"
+CP_DIR="${TOLLGATE_CACHE}/controlplane"
 KEY="k8s-${K8S_VERSION#v}-etcd-${ETCD_VERSION#v}-helm-${HELM_VERSION#v}"
 OUT_DIR="${CP_DIR}/${KEY}"
 BIN_DIR="${OUT_DIR}/bin"
 BINARIES=(kube-apiserver kubectl etcd helm)
-
-log() { printf '[build-control-plane] %s\n' "$*" >&2; }
 
 have_all_binaries() {
   local b
@@ -94,32 +76,19 @@ command -v go >/dev/null 2>&1 || { log "error: 'go' not found in PATH (need Go >
 
 mkdir -p "${CP_DIR}"
 # Serialise concurrent builds (two test runs starting at once).
-if command -v flock >/dev/null 2>&1; then
-  exec 9>"${CP_DIR}/.build.lock"
-  log "waiting for build lock ${CP_DIR}/.build.lock"
-  flock 9
-  if have_all_binaries; then
-    log "built by a concurrent run: ${BIN_DIR}"
-    finish
-    exit 0
-  fi
+take_lock "${CP_DIR}/.build.lock"
+if have_all_binaries; then
+  log "built by a concurrent run: ${BIN_DIR}"
+  finish
+  exit 0
 fi
 
-export GOMODCACHE="${CP_DIR}/go/mod"
-export GOCACHE="${CP_DIR}/go/build"
-export GOPATH="${CP_DIR}/go/path"
-export GOFLAGS="-buildvcs=false -modcacherw"
-export GOTOOLCHAIN=local
-export CGO_ENABLED=0
-export GOWORK=off
-mkdir -p "${GOMODCACHE}" "${GOCACHE}" "${GOPATH}"
+go_env
 
 WORK_DIR="${OUT_DIR}/src"
 STAGE_DIR="${OUT_DIR}/bin.partial"
 mkdir -p "${WORK_DIR}" "${STAGE_DIR}"
 
-GO_VERSION_LINE="go 1.26.0"
-gobuild() { nice -n 10 go build -trimpath "$@"; }
 start_all=$(date +%s)
 
 log "go: $(go version)"
@@ -129,27 +98,8 @@ log "go caches: ${CP_DIR}/go"
 
 # ---- etcd -----------------------------------------------------------------------------
 if [[ ! -x "${STAGE_DIR}/etcd" ]]; then
-  d="${WORK_DIR}/etcd"
-  mkdir -p "$d"
-  {
-    echo "module tollgate.local/controlplane/etcd"
-    echo
-    echo "${GO_VERSION_LINE}"
-    echo
-    echo "require go.etcd.io/etcd/server/v3 ${ETCD_VERSION}"
-    echo
-    echo "replace ("
-    for m in "${ETCD_LOCAL_MODULES[@]}"; do
-      echo "	go.etcd.io/etcd/${m} => go.etcd.io/etcd/${m} ${ETCD_VERSION}"
-    done
-    echo ")"
-  } > "$d/go.mod"
-  log "etcd ${ETCD_VERSION}: resolving modules"
   t0=$(date +%s)
-  (cd "$d" && go get "go.etcd.io/etcd/server/v3@${ETCD_VERSION}" </dev/null)
-  log "etcd ${ETCD_VERSION}: compiling"
-  (cd "$d" && gobuild -ldflags "-s -w" -o "${STAGE_DIR}/etcd.tmp" go.etcd.io/etcd/server/v3 </dev/null)
-  mv -f "${STAGE_DIR}/etcd.tmp" "${STAGE_DIR}/etcd"
+  etcd_build "${WORK_DIR}/etcd" "${STAGE_DIR}/etcd"
   log "etcd ${ETCD_VERSION}: done in $(( $(date +%s) - t0 ))s"
 fi
 
@@ -182,42 +132,8 @@ fi
 
 # ---- kube-apiserver + kubectl ---------------------------------------------------------
 if [[ ! -x "${STAGE_DIR}/kube-apiserver" || ! -x "${STAGE_DIR}/kubectl" ]]; then
-  d="${WORK_DIR}/kubernetes"
-  mkdir -p "$d"
-  staging_ver="v0.${K8S_VERSION#v1.}"
-  {
-    echo "module tollgate.local/controlplane/kubernetes"
-    echo
-    echo "${GO_VERSION_LINE}"
-    echo
-    echo "require k8s.io/kubernetes ${K8S_VERSION}"
-    echo
-    echo "replace ("
-    for m in "${K8S_STAGING_MODULES[@]}"; do
-      echo "	k8s.io/${m} => k8s.io/${m} ${staging_ver}"
-    done
-    echo ")"
-  } > "$d/go.mod"
-  log "kubernetes ${K8S_VERSION}: resolving modules (staging modules at ${staging_ver})"
   t0=$(date +%s)
-  (cd "$d" && go get "k8s.io/kubernetes/cmd/kube-apiserver@${K8S_VERSION}" "k8s.io/kubernetes/cmd/kubectl@${K8S_VERSION}" </dev/null)
-  minor="${K8S_VERSION#v1.}"; minor="${minor%%.*}"
-  build_date="$(date -u +%Y-%m-%dT%H:%M:%SZ)"
-  k8s_ldflags="-s -w"
-  for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
-    k8s_ldflags+=" -X ${pkg}.gitVersion=${K8S_VERSION}"
-    k8s_ldflags+=" -X ${pkg}.gitMajor=1"
-    k8s_ldflags+=" -X ${pkg}.gitMinor=${minor}"
-    k8s_ldflags+=" -X ${pkg}.gitTreeState=clean"
-    k8s_ldflags+=" -X ${pkg}.buildDate=${build_date}"
-  done
-  log "kubernetes ${K8S_VERSION}: compiling kube-apiserver and kubectl (the long part: 15-40 min cold on 2 cores)"
-  mkdir -p "${STAGE_DIR}/k8s.tmp"
-  (cd "$d" && gobuild -ldflags "${k8s_ldflags}" -o "${STAGE_DIR}/k8s.tmp/" \
-    k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kubectl </dev/null)
-  mv -f "${STAGE_DIR}/k8s.tmp/kube-apiserver" "${STAGE_DIR}/kube-apiserver"
-  mv -f "${STAGE_DIR}/k8s.tmp/kubectl" "${STAGE_DIR}/kubectl"
-  rmdir "${STAGE_DIR}/k8s.tmp"
+  k8s_build "${WORK_DIR}/kubernetes" "${STAGE_DIR}" cmd/kube-apiserver cmd/kubectl
   log "kubernetes ${K8S_VERSION}: done in $(( $(date +%s) - t0 ))s"
 fi
 

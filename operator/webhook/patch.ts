@@ -20,6 +20,8 @@ export const Annotations = {
   organization: "tollgate.dev/organization",
   agentName: "tollgate.dev/agent-name",
   upstreams: "tollgate.dev/upstreams",
+  /** kubectl's default container for logs/exec: set to the agent's first container (container mode puts the sidecar first). */
+  defaultContainer: "kubectl.kubernetes.io/default-container",
 } as const;
 
 /** Names of what gets injected. */
@@ -30,7 +32,18 @@ export const API_KEY_SECRET = "tollgate-api-key";
 export const API_KEY_SECRET_KEY = "api-key";
 export const API_KEY_MOUNT_PATH = "/var/run/tollgate";
 
-/** How the sidecar is added: a regular container, or a native sidecar (init container, restartPolicy Always). */
+/**
+ * How the sidecar is added, and how it is up before the agent container starts:
+ * - native (Kubernetes >= 1.29, SidecarContainers): the first init container with
+ *   restartPolicy Always; the kubelet starts the app containers only after its startupProbe
+ *   succeeds, and stops it after them.
+ * - container (the fallback for older clusters): the first regular container, with a postStart
+ *   hook that waits until the sidecar answers; the kubelet starts containers in order and waits
+ *   for each postStart hook before starting the next one. Its stop order is not guaranteed.
+ * In both modes the sidecar has startup, readiness and liveness probes on its probe face
+ * (TOLLGATE_PROBE_ADDRESS, 0.0.0.0:{@link DEFAULT_PROBE_PORT}), so the pod is Ready only while
+ * the sidecar takes calls.
+ */
 export const SidecarMode = { container: "container", native: "native" } as const;
 export type SidecarMode = (typeof SidecarMode)[keyof typeof SidecarMode];
 
@@ -44,8 +57,10 @@ export interface InjectionConfig {
   mode?: SidecarMode;
   /** gRPC listen address of the sidecar (default 127.0.0.1:50051). */
   grpcAddress?: string;
-  /** HTTP (health/metrics) listen address of the sidecar (default 127.0.0.1:9090). */
+  /** HTTP (health/metrics/MCP) listen address of the sidecar (default 127.0.0.1:9090). */
   httpAddress?: string;
+  /** Port of the sidecar's probe face on the pod IP (/healthz /readyz /metrics; default 9091). */
+  probePort?: number;
   /** Container resources; defaults: requests cpu 50m / memory 96Mi (bench/memory: 83–91 MiB RSS), limits memory 256Mi. */
   resources?: Record<string, Record<string, string>>;
   /** Container securityContext; default: non-root uid 65532, no privilege escalation, no capabilities. */
@@ -154,6 +169,34 @@ export function agentNameOf(pod: PodLike): string {
  */
 export const SIDECAR_NODE_OPTIONS = "--max-semi-space-size=1 --max-old-space-size=128";
 
+/** Port of the injected sidecar's probe face (kubelet probes, Prometheus scrapes). */
+export const DEFAULT_PROBE_PORT = 9091;
+/** Name of that container port (PodMonitor `port:`). */
+export const PROBE_PORT_NAME = "tollgate-probe";
+
+/**
+ * The postStart hook of the container mode: waits (up to 120 s) until the sidecar's probe face
+ * answers /readyz: it listens only once gRPC and the HTTP face do, and is ready once its MCP
+ * upstreams are connected (the startup probe asks the same). Runs with the
+ * sidecar image's node; CommonJS, no dependencies.
+ */
+export const waitForSidecarScript = (port: number): string =>
+  `const t=Date.now()+120e3;(function f(){require("http").get({host:"127.0.0.1",port:${port},path:"/readyz",timeout:1000},r=>{r.resume();if(r.statusCode===200)process.exit(0);setTimeout(f,100)}).on("error",()=>{if(Date.now()>t)process.exit(1);setTimeout(f,100)})})()`;
+
+/**
+ * The sidecar's probes: startup (/readyz: the agent containers start only once the sidecar takes
+ * calls; up to 120 s), readiness (/readyz: listening, not draining, MCP upstreams connected) and
+ * liveness (/healthz).
+ */
+export function sidecarProbes(): Record<string, unknown> {
+  const get = (path: string) => ({ httpGet: { path, port: PROBE_PORT_NAME, scheme: "HTTP" } });
+  return {
+    startupProbe: { ...get("/readyz"), periodSeconds: 1, timeoutSeconds: 1, failureThreshold: 120 },
+    readinessProbe: { ...get("/readyz"), periodSeconds: 2, timeoutSeconds: 1, failureThreshold: 3 },
+    livenessProbe: { ...get("/healthz"), periodSeconds: 10, timeoutSeconds: 2, failureThreshold: 3 },
+  };
+}
+
 const defaultResources = { requests: { cpu: "50m", memory: "96Mi" }, limits: { memory: "256Mi" } };
 const defaultSecurityContext = {
   allowPrivilegeEscalation: false,
@@ -170,6 +213,7 @@ export function sidecarContainer(
   agentName: string,
   upstreams: string | undefined,
 ): Record<string, unknown> {
+  const probePort = cfg.probePort ?? DEFAULT_PROBE_PORT;
   const env = [
     { name: "TOLLGATE_SERVICE_URL", value: cfg.serviceUrl },
     { name: "TOLLGATE_API_KEY_FILE", value: `${API_KEY_MOUNT_PATH}/${API_KEY_SECRET_KEY}` },
@@ -177,6 +221,7 @@ export function sidecarContainer(
     { name: "TOLLGATE_AGENT_NAME", value: agentName },
     { name: "TOLLGATE_GRPC_ADDRESS", value: cfg.grpcAddress ?? "127.0.0.1:50051" },
     { name: "TOLLGATE_HTTP_ADDRESS", value: cfg.httpAddress ?? "127.0.0.1:9090" },
+    { name: "TOLLGATE_PROBE_ADDRESS", value: `0.0.0.0:${probePort}` },
     { name: "NODE_OPTIONS", value: SIDECAR_NODE_OPTIONS },
     ...(upstreams !== undefined ? [{ name: "TOLLGATE_UPSTREAMS", value: upstreams }] : []),
   ];
@@ -185,10 +230,18 @@ export function sidecarContainer(
     image: cfg.image,
     imagePullPolicy: cfg.imagePullPolicy ?? "IfNotPresent",
     env,
+    ports: [{ name: PROBE_PORT_NAME, containerPort: probePort, protocol: "TCP" }],
     volumeMounts: [{ name: API_KEY_VOLUME, mountPath: API_KEY_MOUNT_PATH, readOnly: true }],
     resources: cfg.resources ?? defaultResources,
     securityContext: cfg.securityContext ?? defaultSecurityContext,
-    ...(cfg.mode === SidecarMode.native ? { restartPolicy: "Always" } : {}),
+    ...sidecarProbes(),
+    ...(cfg.mode === SidecarMode.native
+      ? { restartPolicy: "Always" }
+      : {
+          lifecycle: {
+            postStart: { exec: { command: ["node", "-e", waitForSidecarScript(probePort)] } },
+          },
+        }),
   };
 }
 
@@ -248,22 +301,26 @@ export function buildInjection(pod: PodLike, ns: NamespaceLike, cfg: InjectionCo
   }
 
   const patch: PatchOperation[] = [];
-  const marker = { [Annotations.injected]: "true" };
-  if (!annotations) patch.push({ op: "add", path: "/metadata/annotations", value: marker });
+  const native = cfg.mode === SidecarMode.native;
+  const added: Record<string, string> = { [Annotations.injected]: "true" };
+  // Container mode puts the sidecar first: keep `kubectl logs/exec` on the agent's container.
+  const firstContainer = pod.spec?.containers?.[0]?.name;
+  if (!native && firstContainer && annotations?.[Annotations.defaultContainer] === undefined)
+    added[Annotations.defaultContainer] = firstContainer;
+  if (!annotations) patch.push({ op: "add", path: "/metadata/annotations", value: added });
   else
-    patch.push({
-      op: "add",
-      path: `/metadata/annotations/${pointerSegment(Annotations.injected)}`,
-      value: "true",
-    });
+    for (const [key, value] of Object.entries(added))
+      patch.push({ op: "add", path: `/metadata/annotations/${pointerSegment(key)}`, value });
 
   const container = sidecarContainer(cfg, organization, agentName, upstreams);
-  if (cfg.mode === SidecarMode.native) {
+  if (native) {
     if (!pod.spec?.initContainers)
       patch.push({ op: "add", path: "/spec/initContainers", value: [container] });
     else patch.push({ op: "add", path: "/spec/initContainers/0", value: container });
+  } else if (!pod.spec?.containers) {
+    patch.push({ op: "add", path: "/spec/containers", value: [container] });
   } else {
-    patch.push({ op: "add", path: "/spec/containers/-", value: container });
+    patch.push({ op: "add", path: "/spec/containers/0", value: container });
   }
   if (!pod.spec?.volumes) patch.push({ op: "add", path: "/spec/volumes", value: [apiKeyVolume()] });
   else patch.push({ op: "add", path: "/spec/volumes/-", value: apiKeyVolume() });

@@ -129,6 +129,9 @@ describe("charts/tollgate", () => {
     const c = svc.spec.template.spec.containers[0];
     expect(env(c, "HOST").value).toBe("0.0.0.0");
     expect(env(c, "DATABASE_URL")).toBeUndefined(); // embedded PGlite without existingSecret
+    // Embedded PGlite peaks at ~850 MiB RSS at start (measured in kind, test/cluster): 512Mi was
+    // OOMKilled. Resources follow the database mode unless service.resources is set.
+    expect(c.resources).toEqual({ requests: { cpu: "100m", memory: "640Mi" }, limits: { memory: "1280Mi" } });
     expect(env(c, "TOLLGATE_MASTER_KEY_FILE").value).toBe("/var/run/tollgate/secrets/master-key");
     expect(svc.spec.template.spec.automountServiceAccountToken).toBe(false);
 
@@ -226,6 +229,7 @@ describe("charts/tollgate", () => {
     const c = svc.spec.template.spec.containers[0];
     expect(c.image).toBe("ghcr.io/tollgate/tollgate:1.2.3");
     expect(env(c, "DATABASE_URL").valueFrom.secretKeyRef).toEqual({ name: "tollgate-postgres", key: "url" });
+    expect(c.resources).toEqual({ requests: { cpu: "100m", memory: "256Mi" }, limits: { memory: "512Mi" } });
     const mwc = find(objs, "MutatingWebhookConfiguration", `${FULL}-sidecar-injector`);
     expect(mwc.metadata.annotations["cert-manager.io/inject-ca-from"]).toBe(`${NS}/${FULL}-operator-webhook`);
     for (const w of mwc.webhooks) {

@@ -94,7 +94,7 @@ describe("the sidecar-injecting webhook behind a real API server", () => {
     await fx.env.apply(pod("billing-1", "governed", { labels: { app: "billing-agent" } }));
     const stored = (await fx.env.get("pod", "billing-1", "governed")) as StoredPod;
     expect(stored.metadata.annotations?.["tollgate.dev/injected"]).toBe("true");
-    expect(stored.spec.containers.map((c) => c.name)).toEqual(["agent", "tollgate-sidecar"]);
+    expect(stored.spec.containers.map((c) => c.name)).toEqual(["tollgate-sidecar", "agent"]);
     expect(sidecars(stored)[0]!.image).toBe("ghcr.io/tollgate/sidecar:test");
     expect(envOf(stored)).toEqual({
       TOLLGATE_SERVICE_URL: "http://tollgate.tollgate-system.svc:8000",
@@ -103,6 +103,7 @@ describe("the sidecar-injecting webhook behind a real API server", () => {
       TOLLGATE_AGENT_NAME: "billing-agent",
       TOLLGATE_GRPC_ADDRESS: "127.0.0.1:50051",
       TOLLGATE_HTTP_ADDRESS: "127.0.0.1:9090",
+      TOLLGATE_PROBE_ADDRESS: "0.0.0.0:9091",
       NODE_OPTIONS: "--max-semi-space-size=1 --max-old-space-size=128",
     });
     expect(stored.spec.volumes).toEqual(
@@ -129,7 +130,7 @@ describe("the sidecar-injecting webhook behind a real API server", () => {
     const again = (await fx.env.get("pod", "billing-1", "governed")) as StoredPod;
     expect(sidecars(again)).toHaveLength(1);
     expect(again.spec.volumes?.filter((v) => v.name === "tollgate-api-key")).toHaveLength(1);
-    expect(again.spec.containers.map((c) => c.name)).toEqual(["agent", "tollgate-sidecar"]);
+    expect(again.spec.containers.map((c) => c.name)).toEqual(["tollgate-sidecar", "agent"]);
   });
 
   it("honours the opt-out annotation", async () => {

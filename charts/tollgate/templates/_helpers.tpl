@@ -68,3 +68,23 @@ app.kubernetes.io/component: {{ .component }}
 {{- fail "operator.leaderElection.renewDeadlineSeconds must be less than leaseDurationSeconds" }}
 {{- end }}
 {{- end }}
+
+{{/* Service container resources: service.resources when set, else by database mode. */}}
+{{- define "tollgate.serviceResources" -}}
+{{- if .Values.service.resources -}}
+{{- toYaml .Values.service.resources -}}
+{{- else if .Values.database.existingSecret -}}
+{{- toYaml .Values.service.resourcesByDatabase.postgres -}}
+{{- else -}}
+{{- toYaml .Values.service.resourcesByDatabase.embedded -}}
+{{- end -}}
+{{- end -}}
+
+{{/* Sidecar injection mode: auto is native on Kubernetes >= 1.29 (SidecarContainers on by default), else container. */}}
+{{- define "tollgate.sidecarMode" -}}
+{{- if eq .Values.sidecar.mode "auto" -}}
+{{- if semverCompare ">=1.29-0" .Capabilities.KubeVersion.Version -}}native{{- else -}}container{{- end -}}
+{{- else -}}
+{{- .Values.sidecar.mode -}}
+{{- end -}}
+{{- end -}}

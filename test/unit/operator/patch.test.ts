@@ -106,13 +106,16 @@ describe("buildInjection", () => {
     if (d.kind !== "inject") return;
     expect(d.patch.map((o) => o.path)).toEqual([
       "/metadata/annotations",
-      "/spec/containers/-",
+      "/spec/containers/0",
       "/spec/volumes",
     ]);
     const out = applyPatch(p, d.patch) as any;
-    expect(out.metadata.annotations).toEqual({ "tollgate.dev/injected": "true" });
-    expect(out.spec.containers.map((c: { name: string }) => c.name)).toEqual(["agent", "tollgate-sidecar"]);
-    const sidecar = out.spec.containers[1];
+    expect(out.metadata.annotations).toEqual({
+      "tollgate.dev/injected": "true",
+      "kubectl.kubernetes.io/default-container": "agent",
+    });
+    expect(out.spec.containers.map((c: { name: string }) => c.name)).toEqual(["tollgate-sidecar", "agent"]);
+    const sidecar = out.spec.containers[0];
     expect(sidecar.image).toBe(cfg.image);
     expect(sidecar.command).toBeUndefined();
     expect(sidecar.volumeMounts).toEqual([
@@ -135,6 +138,7 @@ describe("buildInjection", () => {
       TOLLGATE_AGENT_NAME: "payer",
       TOLLGATE_GRPC_ADDRESS: "127.0.0.1:50051",
       TOLLGATE_HTTP_ADDRESS: "127.0.0.1:9090",
+      TOLLGATE_PROBE_ADDRESS: "0.0.0.0:9091",
       NODE_OPTIONS: "--max-semi-space-size=1 --max-old-space-size=128",
     });
   });
@@ -148,11 +152,16 @@ describe("buildInjection", () => {
     if (d.kind !== "inject") throw new Error(d.kind);
     expect(d.patch.map((o) => o.path)).toEqual([
       "/metadata/annotations/tollgate.dev~1injected",
-      "/spec/containers/-",
+      "/metadata/annotations/kubectl.kubernetes.io~1default-container",
+      "/spec/containers/0",
       "/spec/volumes/-",
     ]);
     const out = applyPatch(p, d.patch) as any;
-    expect(out.metadata.annotations).toEqual({ team: "x", "tollgate.dev/injected": "true" });
+    expect(out.metadata.annotations).toEqual({
+      team: "x",
+      "tollgate.dev/injected": "true",
+      "kubectl.kubernetes.io/default-container": "agent",
+    });
     expect(out.spec.volumes.map((v: { name: string }) => v.name)).toEqual(["data", "tollgate-api-key"]);
   });
 
@@ -183,6 +192,112 @@ describe("buildInjection", () => {
     ]);
     expect(out.spec.initContainers[0].restartPolicy).toBe("Always");
     expect(out.spec.containers).toEqual([{ name: "agent" }]);
+  });
+
+  it("keeps a default-container annotation the pod already has", () => {
+    const p = pod({ annotations: { "kubectl.kubernetes.io/default-container": "main" } });
+    const d = buildInjection(p, governed, cfg);
+    if (d.kind !== "inject") throw new Error(d.kind);
+    const out = applyPatch(p, d.patch) as any;
+    expect(out.metadata.annotations["kubectl.kubernetes.io/default-container"]).toBe("main");
+  });
+
+  // Defect found in a real kind cluster (issue 20): the pod was Ready 2/2 while the sidecar still
+  // refused connections, and the sidecar listened on 127.0.0.1 only, where kubelet probes (sent
+  // to the pod IP) cannot reach it.
+  describe.each(["container", "native"] as const)("probes and start-up order (%s mode)", (mode) => {
+    const injected = () => {
+      const p = pod({}, { containers: [{ name: "agent" }] });
+      const d = buildInjection(p, governed, { ...cfg, mode });
+      if (d.kind !== "inject") throw new Error(d.kind);
+      const out = applyPatch(p, d.patch) as any;
+      const list = mode === "native" ? out.spec.initContainers : out.spec.containers;
+      return { out, sidecar: list.find((c: { name: string }) => c.name === "tollgate-sidecar") };
+    };
+
+    it("has startup, readiness and liveness probes on a named port of the sidecar", () => {
+      const { sidecar } = injected();
+      const port = sidecar.ports.find((x: { name: string }) => x.name === "tollgate-probe");
+      expect(port).toEqual({ name: "tollgate-probe", containerPort: 9091, protocol: "TCP" });
+      expect(sidecar.startupProbe.httpGet).toEqual({
+        path: "/readyz",
+        port: "tollgate-probe",
+        scheme: "HTTP",
+      });
+      expect(sidecar.readinessProbe.httpGet).toEqual({
+        path: "/readyz",
+        port: "tollgate-probe",
+        scheme: "HTTP",
+      });
+      expect(sidecar.livenessProbe.httpGet).toEqual({
+        path: "/healthz",
+        port: "tollgate-probe",
+        scheme: "HTTP",
+      });
+      // Fast start-up detection, generous start-up budget.
+      expect(sidecar.startupProbe.periodSeconds).toBe(1);
+      expect(
+        sidecar.startupProbe.periodSeconds * sidecar.startupProbe.failureThreshold,
+      ).toBeGreaterThanOrEqual(60);
+    });
+
+    it("serves the probe face on all interfaces (the kubelet probes the pod IP), the MCP face on loopback", () => {
+      const env = envOf(injected().out);
+      expect(env.TOLLGATE_PROBE_ADDRESS).toBe("0.0.0.0:9091");
+      expect(env.TOLLGATE_HTTP_ADDRESS).toBe("127.0.0.1:9090");
+      expect(env.TOLLGATE_GRPC_ADDRESS).toBe("127.0.0.1:50051");
+    });
+
+    it("starts the sidecar before the agent container", () => {
+      const { out, sidecar } = injected();
+      if (mode === "native") {
+        // An init container with restartPolicy Always: app containers start after its startupProbe.
+        expect(out.spec.initContainers[0].name).toBe("tollgate-sidecar");
+        expect(sidecar.restartPolicy).toBe("Always");
+        expect(sidecar.lifecycle).toBeUndefined();
+        expect(out.spec.containers.map((c: { name: string }) => c.name)).toEqual(["agent"]);
+      } else {
+        // First container, and its postStart hook holds the next container until it answers.
+        expect(out.spec.containers.map((c: { name: string }) => c.name)).toEqual([
+          "tollgate-sidecar",
+          "agent",
+        ]);
+        expect(sidecar.restartPolicy).toBeUndefined();
+        const cmd = sidecar.lifecycle.postStart.exec.command;
+        expect(cmd.slice(0, 2)).toEqual(["node", "-e"]);
+        expect(cmd[2]).toContain("port:9091");
+        expect(cmd[2]).toContain('path:"/readyz"');
+      }
+    });
+  });
+
+  it("the postStart script waits until the probe face answers /readyz with 200", async () => {
+    const http = await import("node:http");
+    const { spawn } = await import("node:child_process");
+    const { waitForSidecarScript } = await import("../../../operator/webhook/patch.js");
+    // Reserve a free port; nothing listens at first, then the face answers 503, then 200.
+    let ready = false;
+    const paths: string[] = [];
+    const probe = http.createServer((req, res) => {
+      paths.push(req.url ?? "");
+      res.writeHead(ready ? 200 : 503).end("{}");
+    });
+    await new Promise<void>((r) => probe.listen(0, "127.0.0.1", r));
+    const port = (probe.address() as { port: number }).port;
+    await new Promise<void>((r) => probe.close(() => r()));
+    const child = spawn(process.execPath, ["-e", waitForSidecarScript(port)], { stdio: "ignore" });
+    const exited = new Promise<number | null>((r) => child.on("exit", (code) => r(code)));
+    const pause = (ms: number) => new Promise((r) => setTimeout(r, ms));
+    await pause(500);
+    expect(child.exitCode).toBeNull(); // nothing listens yet
+    await new Promise<void>((r) => probe.listen(port, "127.0.0.1", r));
+    await pause(500);
+    expect(child.exitCode).toBeNull(); // listening but not ready
+    expect(paths.length).toBeGreaterThan(0);
+    ready = true;
+    expect(await exited).toBe(0);
+    expect(new Set(paths)).toEqual(new Set(["/readyz"]));
+    await new Promise<void>((r) => probe.close(() => r()));
   });
 
   it("is idempotent: the patched pod is not injected again", () => {

@@ -68,7 +68,7 @@ describe("review", () => {
     expect(r.response).toMatchObject({ uid: "u-1", allowed: true, patchType: "JSONPatch" });
     const patch = JSON.parse(Buffer.from(r.response.patch!, "base64").toString());
     const out = applyPatch(pod, patch) as { spec: { containers: Array<{ name: string }> } };
-    expect(out.spec.containers.map((c) => c.name)).toEqual(["bot", "tollgate-sidecar"]);
+    expect(out.spec.containers.map((c) => c.name)).toEqual(["tollgate-sidecar", "bot"]);
   });
 
   it("decides again with fresh labels when the cache says the namespace is not selected", async () => {

@@ -1,0 +1,616 @@
+/**
+ * The product in real pods (issue 20): a kind cluster (test/cluster/global-setup.ts) running the
+ * chart from charts/tollgate with the images built from ./Dockerfile.
+ *  1. the embedded-PGlite default starts within the chart's default resources (defect: it was
+ *     OOMKilled at 512Mi);
+ *  2. the service with 2 replicas on a PostgreSQL running in the cluster (Debian's packages),
+ *     the operator with 2 replicas, examples/ Ready and Synced; deleting the leader pod hands
+ *     leadership over within the lease duration without minting a second API key;
+ *  3. an agent Deployment in a namespace labelled for injection: the sidecar (native mode) is
+ *     injected and accepts connections before the agent container starts (defect: it had no
+ *     probes); it governs calls to real MCP servers: allowed calls forwarded, an approval blocks
+ *     until approved through the service, a denied call never reaches the tool, the receipt
+ *     verifies with `tollgate verify`;
+ *  4. metrics of the service, the operator and the sidecar scraped from inside the cluster;
+ *  5. failurePolicy Fail with the operator scaled to 0;
+ *  6. helm upgrade (a value change rolls the operator, secrets kept; the container-mode fallback
+ *     then starts the sidecar first as well) and helm uninstall (CRDs and Secret kept).
+ * The steps build on each other and run in order.
+ */
+import { mkdtempSync, writeFileSync } from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import {
+  api,
+  CONTEXT,
+  helm,
+  KUBECONFIG,
+  k,
+  kJson,
+  kTry,
+  portForward,
+  ROOT,
+  run,
+  TAG,
+  waitFor,
+} from "./support.js";
+
+const NS = "tollgate-system";
+const AGENTS = "acme-agents"; // examples/00-namespace.yaml: labelled for injection, organization acme
+const CHART = path.join(ROOT, "charts/tollgate");
+const IMAGES = [`--set`, `service.image.tag=${TAG}`, `--set`, `sidecar.image.tag=${TAG}`];
+const MEMORY_SERVER = "/app/node_modules/@modelcontextprotocol/server-memory/dist/index.js";
+const FILES_SERVER = "/app/node_modules/@modelcontextprotocol/server-filesystem/dist/index.js";
+
+type Obj = Record<string, any>;
+const log = (s: string) => process.stderr.write(`[cluster] ${s}\n`);
+const mib = (bytes: number) => `${Math.round(bytes / 1048576)} MiB`;
+const toBytes = (q: string) => {
+  const m = /^(\d+)(Ki|Mi|Gi)?$/.exec(q);
+  if (!m) throw new Error(`quantity ${q}`);
+  return Number(m[1]) * ({ Ki: 1024, Mi: 1048576, Gi: 1073741824 }[m[2] ?? ""] ?? 1);
+};
+
+/** Pods of a Deployment-like selector. */
+const pods = async (ns: string, selector: string): Promise<Obj[]> =>
+  (await kJson(["-n", ns, "get", "pods", "-l", selector])).items;
+
+/** Peak memory of a container's cgroup (v1 or v2), read inside the container. */
+async function peakMemory(ns: string, pod: string, container: string): Promise<number> {
+  const out = await k([
+    "-n",
+    ns,
+    "exec",
+    pod,
+    "-c",
+    container,
+    "--",
+    "node",
+    "-e",
+    `const fs=require("fs");for(const f of ["/sys/fs/cgroup/memory/memory.max_usage_in_bytes","/sys/fs/cgroup/memory.peak"]){try{console.log(fs.readFileSync(f,"utf8").trim());process.exit(0)}catch{}}process.exit(1)`,
+  ]);
+  return Number(out.trim());
+}
+
+/** An agent Deployment whose sidecar's tools are real MCP servers (stdio, in the sidecar). */
+function agentDeployment(name: string): string {
+  const upstreams = [
+    {
+      name: "memory",
+      type: "mcp",
+      transport: "stdio",
+      command: "/usr/local/bin/node",
+      args: [MEMORY_SERVER],
+      env: { MEMORY_FILE_PATH: "/tmp/memory.jsonl" },
+    },
+    {
+      name: "files",
+      type: "mcp",
+      transport: "stdio",
+      command: "/usr/local/bin/node",
+      args: [FILES_SERVER, "/app/proto"],
+    },
+  ];
+  return JSON.stringify({
+    apiVersion: "apps/v1",
+    kind: "Deployment",
+    metadata: { name, namespace: AGENTS },
+    spec: {
+      replicas: 1,
+      selector: { matchLabels: { app: name } },
+      template: {
+        metadata: {
+          labels: { app: name },
+          annotations: {
+            "tollgate.dev/agent-name": "research-agent",
+            "tollgate.dev/upstreams": JSON.stringify(upstreams),
+          },
+        },
+        spec: {
+          terminationGracePeriodSeconds: 5,
+          containers: [
+            {
+              name: "agent",
+              image: `ghcr.io/tollgate/tollgate:${TAG}`,
+              imagePullPolicy: "IfNotPresent",
+              command: ["node", "/agent/agent.mjs", "serve"],
+              volumeMounts: [{ name: "agent", mountPath: "/agent" }],
+              resources: { requests: { cpu: "10m", memory: "64Mi" } },
+            },
+          ],
+          volumes: [{ name: "agent", configMap: { name: "agent-script" } }],
+        },
+      },
+    },
+  });
+}
+
+/** Runs the test agent inside the agent container: a real gRPC client of its sidecar. */
+async function agent(pod: string, ...args: string[]): Promise<Obj> {
+  const out = await k(["-n", AGENTS, "exec", pod, "-c", "agent", "--", "node", "/agent/agent.mjs", ...args], {
+    timeoutMs: 600_000,
+  });
+  return JSON.parse(out.trim().split("\n").pop()!);
+}
+const toolText = (r: Obj) =>
+  ((r.result?.content ?? []) as { text?: string }[]).map((c) => c.text ?? "").join("\n");
+
+/** Waits for the single Ready pod of app=NAME in the agents namespace and returns it. */
+async function readyAgentPod(name: string, notIn: string[] = []): Promise<Obj> {
+  return waitFor(
+    `a Ready pod of ${name}`,
+    async () =>
+      (await pods(AGENTS, `app=${name}`)).find(
+        (p) =>
+          !notIn.includes(p.metadata.name) &&
+          !p.metadata.deletionTimestamp &&
+          p.status.conditions?.some((c: Obj) => c.type === "Ready" && c.status === "True"),
+      ),
+    240_000,
+    1000,
+  );
+}
+
+const forwards: { close: () => void }[] = [];
+afterAll(() => {
+  for (const f of forwards) f.close();
+});
+
+describe("Tollgate in a kind cluster", () => {
+  beforeAll(async () => {
+    // The cluster answers (global setup built it): fail here, loudly, if not.
+    await k(["get", "--raw", "/readyz"]);
+    log(`cluster ${CONTEXT} (kubeconfig ${KUBECONFIG}), images ghcr.io/tollgate/*:${TAG}`);
+  });
+
+  it("the embedded-PGlite default starts within the chart's default resources (was OOMKilled at 512Mi)", async () => {
+    const ns = "tollgate-embedded";
+    const t0 = Date.now();
+    // Chart defaults; only the operator (and with it the webhook, CRDs) is left to the main release.
+    await helm([
+      "install",
+      "tollgate-embedded",
+      CHART,
+      "-n",
+      ns,
+      "--create-namespace",
+      ...IMAGES,
+      "--set",
+      "operator.enabled=false",
+      "--set",
+      "crds.enabled=false",
+      "--wait",
+      "--timeout",
+      "5m",
+    ]);
+    const [pod] = await pods(ns, "app.kubernetes.io/component=service");
+    expect(pod).toBeDefined();
+    const status = pod!.status.containerStatuses[0];
+    expect(status.ready).toBe(true);
+    expect(status.restartCount, JSON.stringify(status.lastState)).toBe(0);
+    expect(status.lastState?.terminated).toBeUndefined();
+    const limit = pod!.spec.containers[0].resources.limits.memory as string;
+    const peak = await peakMemory(ns, pod!.metadata.name, pod!.spec.containers[0].name);
+    log(
+      `embedded PGlite: Ready in ${Math.round((Date.now() - t0) / 1000)} s, peak ${mib(peak)} of limit ${limit}`,
+    );
+    expect(peak).toBeLessThan(toBytes(limit));
+    await helm(["uninstall", "tollgate-embedded", "-n", ns, "--wait"]);
+    await k(["delete", "namespace", ns, "--wait=false"]);
+  });
+
+  it("the chart: service with 2 replicas on PostgreSQL in the cluster, operator with 2 replicas", async () => {
+    await k(["create", "namespace", NS]);
+    // PostgreSQL from Debian's packages (test/cluster/fixtures/postgres), as a Deployment + Service.
+    const password = "tollgate-cluster-test";
+    await k(["apply", "-f", "-"], {
+      input: JSON.stringify({
+        apiVersion: "v1",
+        kind: "List",
+        items: [
+          {
+            apiVersion: "apps/v1",
+            kind: "Deployment",
+            metadata: { name: "postgres", namespace: NS },
+            spec: {
+              selector: { matchLabels: { app: "postgres" } },
+              template: {
+                metadata: { labels: { app: "postgres" } },
+                spec: {
+                  containers: [
+                    {
+                      name: "postgres",
+                      image: "tollgate.local/postgres:test",
+                      imagePullPolicy: "Never",
+                      env: [
+                        { name: "POSTGRES_USER", value: "tollgate" },
+                        { name: "POSTGRES_PASSWORD", value: password },
+                        { name: "POSTGRES_DB", value: "tollgate" },
+                      ],
+                      ports: [{ containerPort: 5432 }],
+                      readinessProbe: { tcpSocket: { port: 5432 }, periodSeconds: 2 },
+                      volumeMounts: [{ name: "data", mountPath: "/var/lib/postgresql" }],
+                    },
+                  ],
+                  volumes: [{ name: "data", emptyDir: {} }],
+                },
+              },
+            },
+          },
+          {
+            apiVersion: "v1",
+            kind: "Service",
+            metadata: { name: "postgres", namespace: NS },
+            spec: { selector: { app: "postgres" }, ports: [{ port: 5432 }] },
+          },
+          {
+            apiVersion: "v1",
+            kind: "Secret",
+            metadata: { name: "tollgate-postgres", namespace: NS },
+            stringData: { url: `postgres://tollgate:${password}@postgres.${NS}.svc:5432/tollgate` },
+          },
+        ],
+      }),
+    });
+    await k(["-n", NS, "rollout", "status", "deployment/postgres", "--timeout=180s"]);
+    const t0 = Date.now();
+    await helm([
+      "install",
+      "tollgate",
+      CHART,
+      "-n",
+      NS,
+      ...IMAGES,
+      "--set",
+      "database.existingSecret=tollgate-postgres",
+      "--set",
+      "service.replicas=2",
+      "--wait",
+      "--timeout",
+      "6m",
+    ]);
+    log(`helm install --wait (PostgreSQL, 2+2 replicas): ${Math.round((Date.now() - t0) / 1000)} s`);
+    const svc = await kJson(["-n", NS, "get", "deployment", "tollgate"]);
+    const op = await kJson(["-n", NS, "get", "deployment", "tollgate-operator"]);
+    expect(svc.status.readyReplicas).toBe(2);
+    expect(op.status.readyReplicas).toBe(2);
+    expect(svc.spec.template.spec.containers[0].resources.limits.memory).toBe("512Mi"); // postgres mode
+    const sidecarMode = op.spec.template.spec.containers[0].env.find(
+      (e: Obj) => e.name === "TOLLGATE_SIDECAR_MODE",
+    ).value;
+    expect(sidecarMode).toBe("native"); // auto on Kubernetes >= 1.29
+  });
+
+  it("examples/ reach Ready and Synced", async () => {
+    await k(["apply", "-f", path.join(ROOT, "examples")]);
+    for (const [kind, name, ns] of [
+      ["organization", "acme", ""],
+      ["governancepolicy", "payments", AGENTS],
+      ["approverteam", "finance", AGENTS],
+    ] as const) {
+      const nsArgs = ns ? ["-n", ns] : [];
+      for (const cond of ["Ready", "Synced"]) {
+        await k([...nsArgs, "wait", `--for=condition=${cond}`, `${kind}/${name}`, "--timeout=120s"]);
+      }
+    }
+    // The operator minted the namespace's API key for the injected sidecars.
+    await waitFor(
+      "Secret tollgate-api-key",
+      async () => (await kTry(["-n", AGENTS, "get", "secret", "tollgate-api-key"])).code === 0,
+    );
+  });
+
+  it("deleting the leader pod hands leadership over within the lease duration, without double effects", async () => {
+    const lease = () => kJson(["-n", NS, "get", "lease", "tollgate-operator"]);
+    const before = await lease();
+    const leader: string = before.spec.holderIdentity;
+    const leaderPod = (await pods(NS, "app.kubernetes.io/component=operator")).find((p) =>
+      leader.startsWith(p.metadata.name),
+    );
+    expect(leaderPod, `lease holder ${leader}`).toBeDefined();
+    const keyBefore = await kJson(["-n", AGENTS, "get", "secret", "tollgate-api-key"]);
+    const orgBefore = await kJson(["get", "organization", "acme"]);
+    const t0 = Date.now();
+    await k(["-n", NS, "delete", "pod", leaderPod!.metadata.name, "--wait=false"]);
+    const after = await waitFor(
+      "another replica to hold the lease",
+      async () => {
+        const l = await lease();
+        return l.spec.holderIdentity && l.spec.holderIdentity !== leader ? l : null;
+      },
+      60_000,
+      250,
+    );
+    const took = (Date.now() - t0) / 1000;
+    log(
+      `leadership: ${leader} → ${after.spec.holderIdentity} in ${took.toFixed(1)} s (lease ${before.spec.leaseDurationSeconds} s)`,
+    );
+    expect(took).toBeLessThanOrEqual(before.spec.leaseDurationSeconds + 2);
+    await k(["-n", NS, "rollout", "status", "deployment/tollgate-operator", "--timeout=180s"]);
+    // The new leader resyncs: still Ready/Synced, the same generation, and no second API key.
+    await k(["wait", "--for=condition=Ready", "organization/acme", "--timeout=60s"]);
+    const orgAfter = await kJson(["get", "organization", "acme"]);
+    expect(orgAfter.status.observedGeneration).toBe(orgBefore.status.observedGeneration);
+    const keyAfter = await kJson(["-n", AGENTS, "get", "secret", "tollgate-api-key"]);
+    expect(keyAfter.data).toEqual(keyBefore.data);
+    expect(keyAfter.metadata.uid).toBe(keyBefore.metadata.uid);
+  });
+
+  let agentPod = "";
+  it("an agent Deployment gets the native sidecar, which accepts connections before the agent starts", async () => {
+    await k([
+      "-n",
+      AGENTS,
+      "create",
+      "configmap",
+      "agent-script",
+      `--from-file=agent.mjs=${path.join(ROOT, "test/cluster/fixtures/agent.mjs")}`,
+    ]);
+    await k(["apply", "-f", "-"], { input: agentDeployment("research-agent") });
+    const pod = await readyAgentPod("research-agent");
+    agentPod = pod.metadata.name;
+    const init = pod.spec.initContainers ?? [];
+    expect(init[0]?.name).toBe("tollgate-sidecar");
+    expect(init[0].restartPolicy).toBe("Always");
+    expect(init[0].startupProbe.httpGet.port).toBe("tollgate-probe");
+    expect(pod.spec.containers.map((c: Obj) => c.name)).toEqual(["agent"]);
+    // The agent container's first act is one connection to the sidecar's gRPC port.
+    const logs = await k(["-n", AGENTS, "logs", agentPod, "-c", "agent"]);
+    expect(logs).toContain("AGENT_START sidecar=up");
+    const sidecarStatus = pod.status.initContainerStatuses.find((s: Obj) => s.name === "tollgate-sidecar");
+    expect(sidecarStatus.ready).toBe(true);
+    expect(sidecarStatus.restartCount).toBe(0);
+  });
+
+  let base = "";
+  let adminKey = "";
+  let chainId = "";
+  it("the sidecar governs the agent's calls: allowed, approved, denied; the receipt verifies", async () => {
+    const pf = await portForward(NS, "svc/tollgate", 8000);
+    forwards.push(pf);
+    base = pf.url;
+    const adminToken = Buffer.from(
+      (await kJson(["-n", NS, "get", "secret", "tollgate-secrets"])).data["admin-token"],
+      "base64",
+    ).toString();
+    adminKey = (
+      await api(base, adminToken, "POST", "/v1/admin/organizations/acme/api-keys", {
+        name: "cluster-test-reviewer",
+        role: "admin",
+      })
+    ).api_key;
+
+    const opened = await agent(agentPod, "open", "cluster-research-run");
+    expect(opened.ok, JSON.stringify(opened)).toBe(true);
+    chainId = opened.chain_id;
+
+    // Allowed and forwarded to the real MCP servers.
+    const entities = ["lead-a", "lead-b", "lead-c"].map((name) => ({
+      name,
+      entityType: "lead",
+      observations: ["found by the cluster test"],
+    }));
+    const created = await agent(
+      agentPod,
+      "invoke",
+      chainId,
+      "create_entities",
+      JSON.stringify({ entities }),
+      "memory",
+    );
+    expect(created.ok, JSON.stringify(created)).toBe(true);
+    expect(created.decision.policy_decision).toBe("allow");
+    expect(created.forwarded).toBe(true);
+    expect(created.upstream_error).toBe(false);
+    const listed = await agent(
+      agentPod,
+      "invoke",
+      chainId,
+      "list_directory",
+      JSON.stringify({ path: "/app/proto" }),
+      "files",
+    );
+    expect(listed.ok, JSON.stringify(listed)).toBe(true);
+    expect(toolText(listed)).toContain("tollgate");
+
+    // 7,500 USD is above acme's financialApprovalUsd (examples/20-governancepolicy.yaml): blocks.
+    const payment = agent(
+      agentPod,
+      "invoke",
+      chainId,
+      "pay_invoice",
+      JSON.stringify({ invoice: "INV-7", amount_usd: 7500, payee: "Globex Corp" }),
+    );
+    let settled = false;
+    void payment.finally(() => (settled = true));
+    const approval = await waitFor(
+      "the pending approval of the payment",
+      async () =>
+        ((await api(base, adminKey, "GET", "/v1/approvals?status=pending")).approvals as Obj[]).find(
+          (a) => a.chain_id === chainId,
+        ),
+      120_000,
+    );
+    await new Promise((r) => setTimeout(r, 2000));
+    expect(settled).toBe(false); // still blocked while pending
+    const decided = await api(base, adminKey, "POST", `/v1/approvals/${approval.approval_id}/decision`, {
+      decision: "approve",
+      notes: "approved by the cluster test",
+    });
+    expect(decided.status).toBe("approved");
+    const paid = await payment;
+    expect(paid.ok, JSON.stringify(paid)).toBe(true);
+    expect(paid.decision.policy_decision).toBe("allow");
+    expect(paid.decision.decision_source).toBe("human_approval");
+
+    // Denied by the custom rule no-production-deletes: never reaches the memory server.
+    const denied = await agent(
+      agentPod,
+      "invoke",
+      chainId,
+      "delete_entities",
+      JSON.stringify({ entityNames: ["lead-a", "lead-b", "lead-c"], environment: "production" }),
+      "memory",
+    );
+    expect(denied.ok).toBe(false);
+    expect(denied.decision?.policy_decision).toBe("deny");
+    expect(denied.decision?.policy_name).toBe("no-production-deletes");
+    const graph = await agent(agentPod, "invoke", chainId, "read_graph", "{}", "memory");
+    expect(graph.ok, JSON.stringify(graph)).toBe(true);
+    expect(toolText(graph).match(/lead-[abc]/g)?.length ?? 0).toBeGreaterThanOrEqual(3);
+
+    // The chain completes; its receipt verifies offline against the published keys.
+    const done = await agent(agentPod, "complete", chainId);
+    expect(done.ok, JSON.stringify(done)).toBe(true);
+    expect(done.status).toBe("completed");
+    const exported = await api(base, adminKey, "GET", "/v1/receipts/export");
+    const dir = mkdtempSync(path.join(os.tmpdir(), "tollgate-cluster-"));
+    const file = path.join(dir, "receipts-export.json");
+    writeFileSync(file, JSON.stringify(exported, null, 2));
+    const verify = await run(process.execPath, [
+      path.join(ROOT, "bin/tollgate.mjs"),
+      "verify",
+      file,
+      "--jwks",
+      `${base}/.well-known/tollgate/receipt-keys.json`,
+    ]);
+    expect(verify.code, verify.stdout + verify.stderr).toBe(0);
+    expect(verify.stdout).toMatch(/VALID/);
+  });
+
+  it("Prometheus metrics of the service, the operator and the sidecar are scraped from inside the cluster", async () => {
+    const op = (await pods(NS, "app.kubernetes.io/component=operator"))[0]!;
+    const agentPodObj = await kJson(["-n", AGENTS, "get", "pod", agentPod]);
+    const targets = {
+      service: `http://tollgate.${NS}.svc:8000/metrics`,
+      operator: `http://${op.status.podIP}:8081/metrics`,
+      sidecar: `http://${agentPodObj.status.podIP}:9091/metrics`,
+    };
+    // A scraper pod in an ungoverned namespace (the service pod's image has node).
+    const scraper = (await pods(NS, "app.kubernetes.io/component=service"))[0]!.metadata.name;
+    for (const [what, url] of Object.entries(targets)) {
+      const out = await k([
+        "-n",
+        NS,
+        "exec",
+        scraper,
+        "--",
+        "node",
+        "-e",
+        `fetch(${JSON.stringify(url)}).then(async r=>{console.log(r.status);console.log(r.headers.get("content-type"));console.log(await r.text())}).catch(e=>{console.log("ERR "+e.cause?.code);process.exit(1)})`,
+      ]);
+      const [status, type, ...body] = out.split("\n");
+      expect(status, `${what} ${url}`).toBe("200");
+      expect(type).toMatch(/^text\/plain/);
+      const text = body.join("\n");
+      expect(text).toMatch(/^# TYPE /m);
+      log(
+        `${what}: ${url} → ${text.split("\n").filter((l) => l.startsWith("# TYPE")).length} metric families`,
+      );
+      if (what === "sidecar") expect(text).toMatch(/tollgate_sidecar_/);
+    }
+    // The probe face serves probes and metrics only: never the MCP face.
+    const mcp = await k([
+      "-n",
+      NS,
+      "exec",
+      scraper,
+      "--",
+      "node",
+      "-e",
+      `fetch("http://${agentPodObj.status.podIP}:9091/mcp",{method:"POST"}).then(r=>console.log(r.status))`,
+    ]);
+    expect(mcp.trim()).toBe("404");
+  });
+
+  it("failurePolicy Fail: with the operator scaled to 0, governed pods are refused, others not", async () => {
+    await k(["-n", NS, "scale", "deployment/tollgate-operator", "--replicas=0"]);
+    await waitFor(
+      "the operator pods to go",
+      async () => (await pods(NS, "app.kubernetes.io/component=operator")).length === 0,
+      120_000,
+      1000,
+    );
+    const pod = (ns: string) =>
+      JSON.stringify({
+        apiVersion: "v1",
+        kind: "Pod",
+        metadata: { name: "probe-pod", namespace: ns },
+        spec: { containers: [{ name: "c", image: `ghcr.io/tollgate/tollgate:${TAG}`, command: ["true"] }] },
+      });
+    const refused = await kTry(["create", "-f", "-"], { input: pod(AGENTS) });
+    expect(refused.code).not.toBe(0);
+    expect(refused.stderr).toMatch(/failed calling webhook/);
+    await k(["create", "namespace", "plain"]);
+    const allowed = await kTry(["create", "-f", "-"], { input: pod("plain") });
+    expect(allowed.code, allowed.stderr).toBe(0);
+    await k(["delete", "namespace", "plain", "--wait=false"]);
+    await k(["-n", NS, "scale", "deployment/tollgate-operator", "--replicas=2"]);
+    await k(["-n", NS, "rollout", "status", "deployment/tollgate-operator", "--timeout=180s"]);
+    // The webhook serves again once the operator is back.
+    await waitFor(
+      "the webhook to serve again",
+      async () => (await kTry(["create", "--dry-run=server", "-f", "-"], { input: pod(AGENTS) })).code === 0,
+      120_000,
+      2000,
+    );
+  });
+
+  it("helm upgrade rolls the operator on a value change and keeps the secrets; container mode starts the sidecar first too", async () => {
+    const secretsBefore = (await kJson(["-n", NS, "get", "secret", "tollgate-secrets"])).data;
+    const opBefore = (await pods(NS, "app.kubernetes.io/component=operator")).map((p) => p.metadata.name);
+    await helm([
+      "upgrade",
+      "tollgate",
+      CHART,
+      "-n",
+      NS,
+      "--reuse-values",
+      "--set",
+      "sidecar.mode=container",
+      "--wait",
+      "--timeout",
+      "5m",
+    ]);
+    await k(["-n", NS, "rollout", "status", "deployment/tollgate-operator", "--timeout=180s"]);
+    const opAfter = (await pods(NS, "app.kubernetes.io/component=operator")).filter(
+      (p) => !p.metadata.deletionTimestamp,
+    );
+    expect(opAfter.map((p) => p.metadata.name).some((n) => opBefore.includes(n))).toBe(false);
+    expect((await kJson(["-n", NS, "get", "secret", "tollgate-secrets"])).data).toEqual(secretsBefore);
+
+    // A new agent pod now gets the container-mode sidecar: first container, postStart hold.
+    await k(["-n", AGENTS, "rollout", "restart", "deployment/research-agent"]);
+    await k(["-n", AGENTS, "rollout", "status", "deployment/research-agent", "--timeout=240s"]);
+    const pod = await readyAgentPod("research-agent", [agentPod]);
+    expect(pod.spec.containers.map((c: Obj) => c.name)).toEqual(["tollgate-sidecar", "agent"]);
+    expect(pod.spec.containers[0].lifecycle.postStart.exec.command[0]).toBe("node");
+    expect(pod.spec.containers[0].readinessProbe.httpGet.path).toBe("/readyz");
+    const logs = await k(["-n", AGENTS, "logs", pod.metadata.name, "-c", "agent"]);
+    expect(logs).toContain("AGENT_START sidecar=up");
+    const opened = await agent(pod.metadata.name, "open", "after-upgrade");
+    expect(opened.ok, JSON.stringify(opened)).toBe(true);
+    const read = await agent(pod.metadata.name, "invoke", opened.chain_id, "read_graph", "{}", "memory");
+    expect(read.ok, JSON.stringify(read)).toBe(true);
+    expect(read.decision.policy_decision).toBe("allow");
+  });
+
+  it("helm uninstall keeps the CRDs and the generated Secret", async () => {
+    for (const f of forwards.splice(0)) f.close();
+    await helm(["uninstall", "tollgate", "-n", NS, "--wait"]);
+    const crds = (await kJson(["get", "crd"])).items.map((c: Obj) => c.metadata.name);
+    expect(crds).toEqual(
+      expect.arrayContaining([
+        "organizations.tollgate.dev",
+        "governancepolicies.tollgate.dev",
+        "approverteams.tollgate.dev",
+      ]),
+    );
+    expect((await kTry(["-n", NS, "get", "secret", "tollgate-secrets"])).code).toBe(0);
+    expect((await kTry(["get", "mutatingwebhookconfiguration", "tollgate-sidecar-injector"])).code).not.toBe(
+      0,
+    );
+    expect((await kTry(["-n", NS, "get", "deployment", "tollgate"])).code).not.toBe(0);
+  });
+});
