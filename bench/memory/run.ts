@@ -96,10 +96,10 @@ type ConfigName = keyof ReturnType<typeof configurations>;
 const payload = jsonToStruct({ path: "/data/report.csv", mode: "read", limit: 100 });
 
 /** V8 heap and external memory a process reports on /metrics (prom-client default metrics), in MiB. */
-async function heapOf(metricsUrl: string, prefix: string) {
+async function heapOf(metricsUrl: string) {
   const text = await (await fetch(metricsUrl)).text();
   const value = (name: string) => {
-    const line = text.split("\n").find((l) => l.startsWith(`${prefix}${name} `));
+    const line = text.split("\n").find((l) => l.startsWith(`${name} `));
     return line ? Number(line.slice(line.lastIndexOf(" ") + 1)) / MiB : null;
   };
   return {
@@ -131,8 +131,8 @@ async function measure(config: Configuration, databaseUrl: string, upstreamUrl: 
     stops.unshift(() => sidecar.stop());
     const pids: Record<Part, number> = { sidecar: sidecar.proc.pid!, service: svc.proc.pid! };
     const metricsOf = {
-      sidecar: () => heapOf(`${sidecar.httpUrl}/metrics`, "tollgate_sidecar_"),
-      service: () => heapOf(`${svc.url}/metrics`, ""),
+      sidecar: () => heapOf(`${sidecar.httpUrl}/metrics`),
+      service: () => heapOf(`${svc.url}/metrics`),
     };
     const client = createGatewayClient(sidecar.grpcAddress);
     stops.unshift(async () => client.close());
