@@ -57,10 +57,11 @@ export interface ServiceProcess {
 /**
  * Starts the service (`node --import tsx src/service/main.ts`, or `entry` instead of
  * `--import tsx src/service/main.ts`, e.g. a built `dist/service.js`; plus `nodeArgs` such as
- * --cpu-prof) on a free port; resolves when /readyz answers.
+ * --cpu-prof) on a free port; resolves when /readyz answers. `databaseUrl` null: embedded
+ * PGlite in a fresh data directory.
  */
 export async function startServiceProcess(
-  databaseUrl: string,
+  databaseUrl: string | null,
   env: Record<string, string> = {},
   nodeArgs: string[] = [],
   entry: string[] = ["--import", "tsx", "src/service/main.ts"],
@@ -72,7 +73,7 @@ export async function startServiceProcess(
     env: {
       ...process.env,
       PORT: String(port),
-      DATABASE_URL: databaseUrl,
+      ...(databaseUrl !== null && { DATABASE_URL: databaseUrl }),
       TOLLGATE_ADMIN_TOKEN: adminToken,
       TOLLGATE_MASTER_KEY: randomBytes(32).toString("hex"),
       TOLLGATE_DATA_DIR: path.join(os.tmpdir(), `tg-bench-${port}`),

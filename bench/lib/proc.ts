@@ -51,10 +51,20 @@ export function cpuSeconds(pid: number): number {
 
 /** Resident set size of process `pid` in bytes (VmRSS of /proc/<pid>/status). */
 export function rssBytes(pid: number): number {
+  return statusKib(pid, "VmRSS") * 1024;
+}
+
+/** Peak resident set size ("high water mark", VmHWM) of a live process, in bytes. */
+export function peakRssBytes(pid: number): number {
+  return statusKib(pid, "VmHWM") * 1024;
+}
+
+/** A `kB` field of /proc/<pid>/status. */
+function statusKib(pid: number, field: "VmRSS" | "VmHWM"): number {
   const status = readFileSync(`/proc/${pid}/status`, "utf8");
-  const kib = /^VmRSS:\s+(\d+) kB$/m.exec(status)?.[1];
-  if (kib === undefined) throw new Error(`no VmRSS for process ${pid}`);
-  return Number(kib) * 1024;
+  const kib = new RegExp(`^${field}:\\s+(\\d+) kB$`, "m").exec(status)?.[1];
+  if (kib === undefined) throw new Error(`no ${field} for process ${pid}`);
+  return Number(kib);
 }
 
 /** CPU time (µs, user + system) of the processes this process has waited for, e.g. wrk or pgbench. */

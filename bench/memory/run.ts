@@ -40,7 +40,7 @@ import type { InvokeResponse__Output } from "../../sidecar/generated/tollgate/v1
 import { createGatewayClient } from "../../sidecar/proto.js";
 import { jsonToStruct } from "../../sidecar/struct.js";
 import { benchOrg, buildBundles, repoRoot, startDatabase, startServiceProcess } from "../lib/parts.js";
-import { cpuSeconds, rssBytes } from "../lib/proc.js";
+import { cpuSeconds, peakRssBytes, rssBytes } from "../lib/proc.js";
 import { progress, report } from "../lib/report.js";
 import { startEchoUpstream, startSidecarProcess } from "../lib/sidecar-process.js";
 import { infoRow, median, type ResultRow, spreadPct } from "../lib/stats.js";
@@ -215,6 +215,23 @@ async function measure(config: Configuration, databaseUrl: string, upstreamUrl: 
   }
 }
 
+/**
+ * The service on embedded PGlite (no DATABASE_URL, a fresh data directory: what a first trial
+ * and the chart's default run), production build: its RSS at rest after start, an organization
+ * and IDLE_MS idle, and its own peak (VmHWM). The initdb child it runs once is not counted: it
+ * has exited by then.
+ */
+async function measureEmbedded(entry: string[]) {
+  const svc = await startServiceProcess(null, { NODE_ENV: "production" }, nodeArgs, entry);
+  try {
+    await benchOrg(svc, "bench");
+    await sleep(IDLE_MS);
+    return { rest: rssBytes(svc.proc.pid!) / MiB, peak: peakRssBytes(svc.proc.pid!) / MiB };
+  } finally {
+    await svc.stop();
+  }
+}
+
 /** RSS in MiB of an idle `node` with `args` (e.g. --import tsx), read after IDLE_MS. */
 async function idleNodeRss(extra: string[]): Promise<number> {
   const proc = spawn(process.execPath, [...nodeArgs, ...extra, "-e", "setInterval(() => {}, 1000)"], {
@@ -240,8 +257,14 @@ async function main() {
   const cluster = await startDatabase(databases);
   const upstream = await startEchoUpstream();
   const runs: Record<ConfigName, Awaited<ReturnType<typeof measure>>[]> = { image: [], tsx: [] };
+  const embedded: Awaited<ReturnType<typeof measureEmbedded>>[] = [];
   try {
     for (let i = 0; i < repeats; i++) {
+      const e = await measureEmbedded(configs.image.entry.service);
+      embedded.push(e);
+      progress(
+        `  run ${i + 1} embedded: service ${e.rest.toFixed(1)} MiB at rest, ${e.peak.toFixed(1)} MiB peak`,
+      );
       for (const [j, name] of names.entries()) {
         const r = await measure(configs[name], cluster.urlOf(databases[i * names.length + j]!), upstream.url);
         runs[name].push(r);
@@ -279,6 +302,31 @@ async function main() {
       });
     }
   }
+  // The embedded default beside the same build on PostgreSQL, both at rest, same run.
+  const embeddedRest = embedded.map((e) => e.rest);
+  const onPostgres = median(runs.image.map((r) => r.rest.service));
+  rows.push({
+    benchmark: "memory",
+    figure: "service RSS at rest on embedded PGlite",
+    value: median(embeddedRest),
+    unit: "MiB",
+    baseline: "the same build on PostgreSQL, at rest",
+    baselineValue: onPostgres,
+    ratio: median(embeddedRest) / onPostgres,
+    better: "lower",
+    target: `≤ ${TARGETS.service} MiB`,
+    met: median(embeddedRest) <= TARGETS.service,
+    spreadPct: spreadPct(embeddedRest),
+    repeats,
+  });
+  rows.push(
+    infoRow(
+      "memory",
+      "service peak RSS on embedded PGlite (VmHWM, start included)",
+      "MiB",
+      embedded.map((e) => e.peak),
+    ),
+  );
   for (const part of PARTS) {
     for (const phase of ["rest", "peak"] as const) {
       const tsx = runs.tsx.map((r) => r[phase][part]);

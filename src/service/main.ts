@@ -26,7 +26,11 @@ async function main(): Promise<void> {
   log.info({ config: describeConfig(config) }, "starting Tollgate governance service");
   const db: Database = config.databaseUrl
     ? await openPostgres(config.databaseUrl, config.databasePoolMax)
-    : await openPglite({ dataDir: path.join(config.dataDir, "pglite"), socketDir: config.dataDir });
+    : await openPglite({
+        dataDir: path.join(config.dataDir, "pglite"),
+        socketDir: config.dataDir,
+        lowMemory: true,
+      });
   const applied = await migrate(db);
   log.info({ applied, database: db.kind }, "database ready");
   const service = await buildService({

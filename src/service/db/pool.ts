@@ -3,8 +3,13 @@
  * protocol on a private unix socket so that the very same `pg` code path runs against it
  * (DESIGN.md "Storage and time"; ../shared/notes/pglite.md).
  */
+import { execFile } from "node:child_process";
+import { existsSync } from "node:fs";
 import { mkdir } from "node:fs/promises";
+import { createRequire } from "node:module";
 import path from "node:path";
+import { promisify } from "node:util";
+import v8 from "node:v8";
 import pg from "pg";
 
 /**
@@ -86,6 +91,36 @@ export async function openPostgres(url: string, max = 10): Promise<Database> {
 }
 
 /**
+ * PostgreSQL settings of an embedded database, sized for one service process on a trial:
+ * PostgreSQL's default 128 MB of shared buffers alone grow PGlite's WebAssembly heap past what a
+ * small pod has (README "Storage": embedded mode and its memory).
+ */
+export const PGLITE_SETTINGS = ["shared_buffers = 16MB", "maintenance_work_mem = 16MB"];
+
+/**
+ * Creates the embedded cluster in `dataDir` (initdb) when there is none yet, in a short-lived
+ * child process: initdb peaks at ~700 MiB of RSS, and a process does not give that memory back,
+ * so doing it in the service itself left the service at ~800 MiB for its whole life (bench/memory
+ * "embedded" row). Opening an existing cluster costs ~150 MiB.
+ * @throws Error with the child's stderr when initdb fails.
+ */
+async function initializePglite(dataDir: string): Promise<void> {
+  if (existsSync(path.join(dataDir, "PG_VERSION"))) return;
+  // The package's CommonJS entry, resolved from here: the child needs no module resolution of its own.
+  const entry = createRequire(import.meta.url).resolve("@electric-sql/pglite");
+  const script = `const { PGlite } = require(${JSON.stringify(entry)});
+PGlite.create(process.argv[1], { postgresqlconf: ${JSON.stringify(PGLITE_SETTINGS)} }).then((db) => db.close());`;
+  await promisify(execFile)(process.execPath, ["-e", script, dataDir], {
+    timeout: 300_000,
+    env: { PATH: process.env.PATH ?? "", HOME: process.env.HOME ?? "/tmp" },
+  }).catch((err: Error & { stderr?: string }) => {
+    throw new Error(
+      `creating the embedded database in ${dataDir} failed: ${err.stderr?.trim() || err.message}`,
+    );
+  });
+}
+
+/**
  * Opens (creating if needed) an embedded PGlite database in `dataDir` (or in memory when
  * dataDir is null) and serves it on a unix socket inside `socketDir`.
  *
@@ -94,13 +129,26 @@ export async function openPostgres(url: string, max = 10): Promise<Database> {
  * connection serializes transactions in pg.Pool's queue instead — PGlite executes one query at
  * a time anyway. Code must therefore never use the pool while holding a transaction (it would
  * wait on itself); the service-pglite test project enforces that. See docs/adr/0002.
+ *
+ * `lowMemory` (the service's embedded mode): V8 compiles PGlite's WebAssembly with its baseline
+ * compiler only (`--liftoff-only`, a process-wide flag set before the module is compiled), which
+ * keeps ~45 MiB less machine code resident; queries run slower, which a trial does not notice.
  */
-export async function openPglite(opts: { dataDir: string | null; socketDir: string }): Promise<Database> {
+export async function openPglite(opts: {
+  dataDir: string | null;
+  socketDir: string;
+  lowMemory?: boolean;
+}): Promise<Database> {
+  if (opts.lowMemory) v8.setFlagsFromString("--liftoff-only");
   const { PGlite } = await import("@electric-sql/pglite");
   const { PGLiteSocketServer } = await import("@electric-sql/pglite-socket");
-  if (opts.dataDir) await mkdir(opts.dataDir, { recursive: true });
+  if (opts.dataDir) {
+    await mkdir(opts.dataDir, { recursive: true });
+    await initializePglite(opts.dataDir);
+  }
   await mkdir(opts.socketDir, { recursive: true });
-  const db = opts.dataDir ? await PGlite.create(opts.dataDir) : await PGlite.create();
+  const settings = { postgresqlconf: PGLITE_SETTINGS };
+  const db = opts.dataDir ? await PGlite.create(opts.dataDir, settings) : await PGlite.create(settings);
   const max = 1;
   const port = 5432;
   const server = new PGLiteSocketServer({
