@@ -15,6 +15,11 @@
  *   TOLLGATE_GRPC_ADDRESS     [grpc_address]     host:port of the gRPC server (127.0.0.1:50051)
  *   TOLLGATE_HTTP_ADDRESS     [http_address]     host:port of /healthz /readyz /metrics /mcp
  *                                                (127.0.0.1:9090)
+ *   TOLLGATE_PROBE_ADDRESS    [probe_address]    host:port of a second listener with only
+ *                                                /healthz /readyz /metrics (no /mcp), for
+ *                                                kubelet probes and scrapers that reach the
+ *                                                pod IP; off by default, the admission webhook
+ *                                                sets 0.0.0.0:9091
  *   TOLLGATE_UPSTREAMS_FILE                      YAML/JSON file: a list of upstreams, or
  *                                                { upstreams: [...] }
  *   TOLLGATE_UPSTREAMS        [upstreams]        JSON list of upstreams (wins over the file)
@@ -26,6 +31,21 @@
  *   TOLLGATE_BACKEND_TIMEOUT_SECONDS [backend_timeout_seconds] per-request timeout to the
  *                                                service (5)
  *   TOLLGATE_APPROVAL_TIMEOUT_HOURS [approval_timeout_hours] local approval wait window (24)
+ *   TOLLGATE_SERVICE_PUBLIC_URL [service_public_url] the service's URL as people open it: review
+ *                                                links point at its /dashboard/approvals
+ *                                                (default TOLLGATE_SERVICE_URL)
+ *   TOLLGATE_REATTACH_WINDOW_SECONDS [reattach_window_seconds] how long the outcome of a call
+ *                                                whose caller left is kept for its retry, from
+ *                                                the approval's resolution (600)
+ *   TOLLGATE_MCP_SESSION_IDLE_SECONDS [mcp_session_idle_seconds] an MCP session with no request
+ *                                                and no call in progress for this long expires
+ *                                                and its chain is completed (1800)
+ *   TOLLGATE_MCP_PROGRESS_INTERVAL_SECONDS [mcp_progress_interval_seconds] notifications/progress
+ *                                                interval while a call waits (10, at most 15)
+ *   TOLLGATE_MCP_ALLOWED_ORIGINS [mcp_allowed_origins] comma-separated Origins allowed on /mcp
+ *                                                (an entry without a port allows every port);
+ *                                                default local only: http(s)://localhost,
+ *                                                127.0.0.1, [::1]; requests without Origin pass
  *   TOLLGATE_CONFIG_FILE                         the YAML/JSON file (also `--config`)
  *   LOG_LEVEL                 [log_level]        fatal|error|warn|info|debug|trace|silent
  *
@@ -124,6 +144,7 @@ const FileSchema = z
     agent_name: z.string().min(1).max(200).optional(),
     grpc_address: address.optional(),
     http_address: address.optional(),
+    probe_address: address.optional(),
     upstreams: z.array(z.unknown()).optional(),
     fail_modes: z.unknown().optional(),
     mcp_upstream: name.optional(),
@@ -131,9 +152,30 @@ const FileSchema = z
     drain_timeout_ms: z.number().int().nonnegative().optional(),
     backend_timeout_seconds: z.number().positive().optional(),
     approval_timeout_hours: z.number().positive().optional(),
+    service_public_url: httpUrl.optional(),
+    reattach_window_seconds: z.number().positive().optional(),
+    mcp_session_idle_seconds: z.number().positive().optional(),
+    mcp_progress_interval_seconds: z.number().positive().optional(),
+    mcp_allowed_origins: z.array(z.string()).optional(),
     log_level: z.string().optional(),
   })
   .strict();
+
+/** The Origins /mcp accepts by default: the local machine only (DNS rebinding protection). */
+export const LOCAL_ORIGINS = [
+  "http://localhost",
+  "https://localhost",
+  "http://127.0.0.1",
+  "https://127.0.0.1",
+  "http://[::1]",
+  "https://[::1]",
+] as const;
+
+const origin = z
+  .string()
+  .trim()
+  .regex(/^https?:\/\/(\[[0-9a-fA-F:.]+\]|[A-Za-z0-9.-]+)(:\d{1,5})?$/i, "must be scheme://host[:port]")
+  .transform((o) => o.toLowerCase());
 
 /** The validated configuration (camelCase). Holds no secret: the key stays in its file. */
 export const SidecarConfigSchema = z
@@ -144,6 +186,8 @@ export const SidecarConfigSchema = z
     agentName: z.string().min(1).max(200).default("mcp-agent"),
     grpcAddress: address.default("127.0.0.1:50051"),
     httpAddress: address.default("127.0.0.1:9090"),
+    /** Listener for kubelet probes and scrapers (pod IP): /healthz, /readyz, /metrics only. */
+    probeAddress: address.nullable().default(null),
     upstreams: z.array(UpstreamSchema).default([]),
     failModes: failModes.nullable().default(null),
     mcpUpstream: name.nullable().default(null),
@@ -160,6 +204,16 @@ export const SidecarConfigSchema = z
     backendTimeoutSeconds: z.number().positive().max(600).default(5),
     /** Hours; the local approval wait window. */
     approvalTimeoutHours: z.number().positive().max(8760).default(24),
+    /** Base URL of the service's dashboard for people; null: serviceUrl. */
+    servicePublicUrl: httpUrl.nullable().default(null),
+    /** Seconds an outcome nobody received is kept for a retry after the approval's resolution. */
+    reattachWindowSeconds: z.number().positive().max(86_400).default(600),
+    /** Seconds without a request (and no call in progress) after which an MCP session expires. */
+    mcpSessionIdleSeconds: z.number().positive().max(604_800).default(1800),
+    /** Seconds between notifications/progress of a waiting tools/call (at most 15). */
+    mcpProgressIntervalSeconds: z.number().positive().max(15).default(10),
+    /** Origins allowed on /mcp (requests without Origin pass). */
+    mcpAllowedOrigins: z.array(origin).default([...LOCAL_ORIGINS]),
     logLevel: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"),
   })
   .strict()
@@ -206,6 +260,7 @@ const ENV_OF: Record<string, string> = {
   agentName: "TOLLGATE_AGENT_NAME",
   grpcAddress: "TOLLGATE_GRPC_ADDRESS",
   httpAddress: "TOLLGATE_HTTP_ADDRESS",
+  probeAddress: "TOLLGATE_PROBE_ADDRESS",
   upstreams: "TOLLGATE_UPSTREAMS",
   failModes: "TOLLGATE_FAIL_MODES",
   mcpUpstream: "TOLLGATE_MCP_UPSTREAM",
@@ -213,6 +268,11 @@ const ENV_OF: Record<string, string> = {
   drainTimeoutMs: "TOLLGATE_DRAIN_TIMEOUT_MS",
   backendTimeoutSeconds: "TOLLGATE_BACKEND_TIMEOUT_SECONDS",
   approvalTimeoutHours: "TOLLGATE_APPROVAL_TIMEOUT_HOURS",
+  servicePublicUrl: "TOLLGATE_SERVICE_PUBLIC_URL",
+  reattachWindowSeconds: "TOLLGATE_REATTACH_WINDOW_SECONDS",
+  mcpSessionIdleSeconds: "TOLLGATE_MCP_SESSION_IDLE_SECONDS",
+  mcpProgressIntervalSeconds: "TOLLGATE_MCP_PROGRESS_INTERVAL_SECONDS",
+  mcpAllowedOrigins: "TOLLGATE_MCP_ALLOWED_ORIGINS",
   logLevel: "LOG_LEVEL",
 };
 
@@ -291,6 +351,7 @@ export async function loadConfig(env: NodeJS.ProcessEnv, configFile?: string): P
     agentName: pick(str("TOLLGATE_AGENT_NAME"), file.agent_name),
     grpcAddress: pick(str("TOLLGATE_GRPC_ADDRESS"), file.grpc_address),
     httpAddress: pick(str("TOLLGATE_HTTP_ADDRESS"), file.http_address),
+    probeAddress: pick(str("TOLLGATE_PROBE_ADDRESS"), file.probe_address),
     upstreams: pick(upstreams, file.upstreams),
     failModes: pick(parseJsonEnv(env, "TOLLGATE_FAIL_MODES"), file.fail_modes),
     mcpUpstream: pick(str("TOLLGATE_MCP_UPSTREAM"), file.mcp_upstream),
@@ -303,6 +364,25 @@ export async function loadConfig(env: NodeJS.ProcessEnv, configFile?: string): P
     approvalTimeoutHours: pick(
       numberEnv(env, "TOLLGATE_APPROVAL_TIMEOUT_HOURS"),
       file.approval_timeout_hours,
+    ),
+    servicePublicUrl: pick(str("TOLLGATE_SERVICE_PUBLIC_URL"), file.service_public_url),
+    reattachWindowSeconds: pick(
+      numberEnv(env, "TOLLGATE_REATTACH_WINDOW_SECONDS"),
+      file.reattach_window_seconds,
+    ),
+    mcpSessionIdleSeconds: pick(
+      numberEnv(env, "TOLLGATE_MCP_SESSION_IDLE_SECONDS"),
+      file.mcp_session_idle_seconds,
+    ),
+    mcpProgressIntervalSeconds: pick(
+      numberEnv(env, "TOLLGATE_MCP_PROGRESS_INTERVAL_SECONDS"),
+      file.mcp_progress_interval_seconds,
+    ),
+    mcpAllowedOrigins: pick(
+      str("TOLLGATE_MCP_ALLOWED_ORIGINS")
+        ?.split(",")
+        .filter((o) => o.trim() !== ""),
+      file.mcp_allowed_origins,
     ),
     logLevel: pick(str("LOG_LEVEL"), file.log_level),
   };

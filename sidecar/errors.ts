@@ -72,6 +72,18 @@ const resultOf: Record<ErrorCode, InvocationResult> = {
   INTERNAL: "error",
 };
 
+/** Where a failure points the caller (google.rpc.ErrorInfo metadata, MCP `_meta`). */
+export interface ErrorContext {
+  /** The approval the call waits on, or that decided it. */
+  approvalId?: string | null;
+  /** The dashboard page where a human decides the approval (absolute URL). */
+  reviewUrl?: string | null;
+  /** The policy that decided. */
+  policyName?: string | null;
+  /** The request field that was invalid (google.rpc.BadRequest field violation). */
+  field?: string | null;
+}
+
 /** An invocation failure with its gRPC mapping. `message` never carries a secret or payload. */
 export class GatewayError extends Error {
   /** The gRPC status code. */
@@ -81,10 +93,17 @@ export class GatewayError extends Error {
     message: string,
     /** The decision the service made, when it made one. */
     readonly decision: PolicyDecision | null = null,
+    /** Approval, review URL, policy and field of the failure, when known. */
+    readonly context: ErrorContext = {},
   ) {
     super(message);
     this.name = "GatewayError";
     this.grpcCode = grpcCodeOf[code];
+  }
+
+  /** The same failure with more context (the decision's approval and policy are filled in). */
+  withContext(context: ErrorContext): GatewayError {
+    return new GatewayError(this.code, this.message, this.decision, { ...this.context, ...context });
   }
 
   /** The `decision` label of tollgate_sidecar_invocations_total. */
@@ -95,7 +114,7 @@ export class GatewayError extends Error {
 
 /** Bad input; `field` leads the message (e.g. "agent_name: is required"). */
 export const invalidArgument = (field: string, message: string) =>
-  new GatewayError(ErrorCode.INVALID_ARGUMENT, `${field}: ${message}`);
+  new GatewayError(ErrorCode.INVALID_ARGUMENT, `${field}: ${message}`, null, { field });
 
 /**
  * Maps anything thrown while getting a decision (SDK errors, abort reasons) to a GatewayError.

@@ -6,12 +6,20 @@
  *
  * Ordering: the decision phases of one chain run one at a time, in arrival order (the service
  * refuses a new action while an earlier one awaits approval); forwarding runs concurrently.
+ *
+ * Approval waits (approval-wait.ts) outlive their callers: a call that needs approval becomes the
+ * chain's ApprovalWait, polled with its own signal; a retry with the same re-attach key (an
+ * idempotency key, else the call's fingerprint) joins it, any other call of the chain gets
+ * APPROVAL_PENDING naming the approval and its review URL. An outcome nobody has received yet
+ * is kept for `reattachWindowMs` after the approval was resolved; an approval granted while no
+ * caller waits forwards nothing until a retry attaches.
  * Outcome reports never delay the caller and go to the service in batches (outcome-reporter.ts);
  * completing a chain first waits for its reports, so the receipt shows every outcome the
  * service accepted.
  */
 import { hash } from "node:crypto";
 import { performance } from "node:perf_hooks";
+import canonicalize from "canonicalize";
 import { fromWire } from "../src/sdk/decision.js";
 import {
   Chain,
@@ -20,8 +28,15 @@ import {
   type PolicyDecision,
   type Receipt,
   ServiceClient,
+  waitForApproval,
 } from "../src/sdk/index.js";
-import { ErrorCode, GatewayError, toGatewayError } from "./errors.js";
+import {
+  ApprovalWait,
+  approvalPendingError,
+  untilSettledOrAborted,
+  type WaitUpdate,
+} from "./approval-wait.js";
+import { ErrorCode, GatewayError, invalidArgument, toGatewayError } from "./errors.js";
 import type { Logger } from "./logger.js";
 import type { Metrics } from "./metrics.js";
 import { OutcomeReporter } from "./outcome-reporter.js";
@@ -44,8 +59,29 @@ export interface InvokeResult {
   upstreamDurationMs: number;
 }
 
+/** Options of one invocation. */
+export interface InvokeOptions {
+  /**
+   * The caller's idempotency key: a retry with the same key re-attaches to the call's pending
+   * approval. Without one, the call's fingerprint (agent, type, name, payload, upstream) is the key.
+   */
+  idempotencyKey?: string | null;
+  /** Called with the approval's status now and on every change while the call waits. */
+  onWait?: (update: WaitUpdate) => void;
+}
+
+/** Where the sidecar's wait URLs point and how long an unclaimed outcome is kept. */
+export interface ApprovalWaitOptions {
+  /** The dashboard page of an approval (absolute URL). */
+  reviewUrl: (approvalId: string) => string;
+  /** ms an outcome nobody received yet is kept for a retry after the approval was resolved. */
+  reattachWindowMs: number;
+}
+
 interface ChainEntry {
   chain: Chain;
+  /** The call of this chain that waits for approval, or whose outcome nobody received yet. */
+  wait: ApprovalWait | null;
   /** Settles when the last queued decision phase has finished. */
   tail: Promise<void>;
   /** Decision phases queued or running. */
@@ -69,13 +105,24 @@ export class Governor {
   readonly #completed = new Set<string>();
   /** Controllers of in-flight calls; aborted when a drain runs out of time. */
   readonly #inflight = new Set<AbortController>();
+  /** Approval waits alive (pending, or holding an outcome nobody received yet). */
+  readonly #waits = new Set<ApprovalWait>();
+  readonly #approvals: ApprovalWaitOptions;
 
   constructor(opts: {
     sdkConfig: ChainConfig;
     upstreams: ReadonlyMap<string, Upstream>;
     metrics: Metrics;
     log: Logger;
+    approvals?: Partial<ApprovalWaitOptions>;
   }) {
+    this.#approvals = {
+      reviewUrl:
+        opts.approvals?.reviewUrl ?? ((id) => `${opts.sdkConfig.backendUrl}/dashboard/approvals#${id}`),
+      reattachWindowMs: opts.approvals?.reattachWindowMs ?? 600_000,
+    };
+    opts.metrics.sources.openChains = () => this.#chains.size;
+    opts.metrics.sources.approvalWaits = () => [...this.#waits].filter((w) => w.pending).length;
     this.#config = opts.sdkConfig;
     this.#client = ServiceClient.fromConfig(opts.sdkConfig);
     this.#upstreams = opts.upstreams;
@@ -113,7 +160,13 @@ export class Governor {
         throw this.#fail(err, "OpenChain");
       }
       const chainId = chain.chainId!;
-      this.#chains.set(chainId, { chain, tail: Promise.resolve(), deciding: 0, outcomes: new Set() });
+      this.#chains.set(chainId, {
+        chain,
+        wait: null,
+        tail: Promise.resolve(),
+        deciding: 0,
+        outcomes: new Set(),
+      });
       return chainId;
     });
   }
@@ -121,13 +174,21 @@ export class Governor {
   /**
    * One governed invocation (see the module comment). `controller` is the caller's: abort it
    * with a GatewayError reason (DEADLINE_EXCEEDED, CANCELLED) to stop waiting; nothing is
-   * forwarded once it is aborted.
-   * @throws GatewayError for every way the call can fail (errors.ts).
+   * forwarded once it is aborted. While the call waits for approval, aborting only detaches
+   * the caller (the approval stays pending for a retry with the same key).
+   * @throws GatewayError for every way the call can fail (errors.ts); APPROVAL_PENDING (with
+   *   the approval id and review URL) when another call of the chain waits for approval;
+   *   INVALID_ARGUMENT when the idempotency key was used for a different call.
    */
-  async invoke(input: InvokeInput, controller: AbortController, surface: Surface): Promise<InvokeResult> {
+  async invoke(
+    input: InvokeInput,
+    controller: AbortController,
+    surface: Surface,
+    options: InvokeOptions = {},
+  ): Promise<InvokeResult> {
     return this.#track(controller, async () => {
       try {
-        const result = await this.#invoke(input, controller.signal);
+        const result = await this.#invoke(input, controller.signal, options);
         this.#metrics.invocations.inc({ decision: result.decision.policyDecision, surface });
         return result;
       } catch (err) {
@@ -138,9 +199,120 @@ export class Governor {
     });
   }
 
-  async #invoke(input: InvokeInput, signal: AbortSignal): Promise<InvokeResult> {
+  /**
+   * Withdraws the call of `chainId` with re-attach key `idempotencyKey` (or fingerprint of
+   * `input`) that waits for approval: it is never forwarded, its callers get CANCELLED.
+   * Returns false when there is no such wait or its forward has started.
+   */
+  withdraw(chainId: string, input: InvokeInput, idempotencyKey: string | null, reason: string): boolean {
+    const entry = this.#chains.get(chainId);
+    const w = entry?.wait;
+    if (!entry || !w || w.key !== reattachKey(input, idempotencyKey)) return false;
+    const withdrawn = w.withdraw(new GatewayError(ErrorCode.CANCELLED, reason));
+    if (withdrawn) this.#release(entry, w);
+    return withdrawn;
+  }
+
+  /** True while a call of `chainId` waits for a human. */
+  waitsForApproval(chainId: string): boolean {
+    return this.#chains.get(chainId)?.wait?.pending ?? false;
+  }
+
+  async #invoke(input: InvokeInput, signal: AbortSignal, options: InvokeOptions): Promise<InvokeResult> {
     const entry = this.#entry(input.chainId);
-    const decision = await this.#decide(entry, input, signal);
+    const key = reattachKey(input, options.idempotencyKey ?? null);
+    const decided = await this.#decide(entry, input, key, signal);
+    if (decided instanceof ApprovalWait) return this.#attach(entry, decided, input, signal, options);
+    return this.#forward(entry, input, decided, signal);
+  }
+
+  /**
+   * Waits with `w` until its outcome, then forwards (once for all its callers, under the wait's
+   * own signal, so that a forward started for a caller who then left still finishes for a retry).
+   */
+  async #attach(
+    entry: ChainEntry,
+    w: ApprovalWait,
+    input: InvokeInput,
+    signal: AbortSignal,
+    options: InvokeOptions,
+  ): Promise<InvokeResult> {
+    if (w.fingerprint !== fingerprintOf(input))
+      throw invalidArgument("idempotency_key", "was already used for a different call of this chain");
+    w.attached++;
+    const unsubscribe = options.onWait ? w.subscribe(options.onWait) : null;
+    try {
+      const decision = await untilSettledOrAborted(w.decided, signal);
+      if (!w.forwarding) {
+        if (signal.aborted) throw signal.reason;
+        w.forwarding = this.#forward(entry, input, decision, w.signal);
+      }
+      const result = await untilSettledOrAborted(w.forwarding as Promise<InvokeResult>, signal);
+      this.#delivered(entry, w);
+      return result;
+    } catch (err) {
+      if (!(signal.aborted && err === signal.reason)) this.#delivered(entry, w);
+      throw err;
+    } finally {
+      w.attached--;
+      unsubscribe?.();
+      if (w.attached === 0 && !w.delivered) this.#expireLater(entry, w);
+    }
+  }
+
+  /** The outcome reached a caller: the chain is free for its next call. */
+  #delivered(entry: ChainEntry, w: ApprovalWait): void {
+    w.delivered = true;
+    this.#release(entry, w);
+  }
+
+  #release(entry: ChainEntry, w: ApprovalWait): void {
+    if (entry.wait === w) entry.wait = null;
+    this.#waits.delete(w);
+  }
+
+  /** Drops `w` `reattachWindowMs` after its approval was resolved if nobody received its outcome. */
+  #expireLater(entry: ChainEntry, w: ApprovalWait): void {
+    void w.decided
+      .catch(() => undefined)
+      .then(() => {
+        const timer = setTimeout(() => {
+          if (w.delivered || w.attached > 0 || entry.wait !== w) return;
+          this.#drop(entry, w, "nobody retried the call within the re-attach window");
+        }, this.#approvals.reattachWindowMs);
+        timer.unref();
+      });
+  }
+
+  /**
+   * Forgets a wait nobody will receive. An approval that was granted but never forwarded gets an
+   * outcome saying so (error class NotForwarded), so the receipt shows the call did not run.
+   */
+  #drop(entry: ChainEntry, w: ApprovalWait, why: string): void {
+    this.#release(entry, w);
+    if (w.status === "approved" && !w.forwarding) {
+      w.withdraw(new GatewayError(ErrorCode.CANCELLED, why));
+      this.#log.info({ chainId: w.chainId, approvalId: w.approvalId }, `approved call not forwarded: ${why}`);
+      this.#report(
+        entry,
+        { ...w.requested, eventId: w.eventId },
+        {
+          status: "error",
+          error_class: "NotForwarded",
+          duration_ms: 0,
+          result_sha256: null,
+        },
+      );
+    }
+  }
+
+  /** Forwards an allowed call to its upstream (none named: record only). */
+  async #forward(
+    entry: ChainEntry,
+    input: InvokeInput,
+    decision: PolicyDecision,
+    signal: AbortSignal,
+  ): Promise<InvokeResult> {
     if (input.upstream === null)
       return { decision, chainId: input.chainId, forwarded: false, result: null, upstreamDurationMs: 0 };
     if (signal.aborted) throw signal.reason;
@@ -187,8 +359,18 @@ export class Governor {
     return { decision, chainId: input.chainId, forwarded: true, result, upstreamDurationMs: ms };
   }
 
-  /** The decision phase, queued behind the chain's earlier ones. */
-  async #decide(entry: ChainEntry, input: InvokeInput, signal: AbortSignal): Promise<PolicyDecision> {
+  /**
+   * The decision phase, queued behind the chain's earlier ones. Returns the decision of an
+   * allowed call, or the ApprovalWait to attach to: a new one when the call needs approval, the
+   * chain's existing one when this call is its retry (same re-attach key).
+   * @throws APPROVAL_PENDING when another call of the chain waits for approval.
+   */
+  async #decide(
+    entry: ChainEntry,
+    input: InvokeInput,
+    key: string,
+    signal: AbortSignal,
+  ): Promise<PolicyDecision | ApprovalWait> {
     const previous = entry.tail;
     let release!: () => void;
     const mine = new Promise<void>((resolve) => {
@@ -203,31 +385,65 @@ export class Governor {
     try {
       if (waits) await untilAborted(previous, signal);
       else if (signal.aborted) throw signal.reason;
+      const held = entry.wait;
+      if (held) {
+        if (held.key === key) return held;
+        if (held.pending) throw approvalPendingError(held);
+        this.#drop(entry, held, "another call of the chain came first");
+      }
       const decision = await entry.chain.recordAgentAction(
         input.agentName,
         input.actionType,
         input.actionName,
         input.payload,
         input.parentAgentName,
-        { signal },
+        { signal, awaitApproval: false },
       );
-      const seconds = (performance.now() - started) / 1000;
-      if (decision.approvalId && decision.decisionSource === "human_approval") {
-        this.#metrics.approvalWait.observe({ result: "approved" }, seconds);
-      } else {
-        this.#metrics.decisionDuration.observe(seconds);
-      }
+      if (decision.policyDecision === "require_approval") return this.#startWait(entry, input, key, decision);
+      this.#metrics.decisionDuration.observe((performance.now() - started) / 1000);
       return decision;
-    } catch (err) {
-      const decision = (err as { decision?: PolicyDecision | null }).decision;
-      if (decision?.approvalId && decision.decisionSource === "human_approval") {
-        this.#metrics.approvalWait.observe({ result: "denied" }, (performance.now() - started) / 1000);
-      }
-      throw err;
     } finally {
       entry.deciding--;
       release();
     }
+  }
+
+  /** Makes `decision` (require_approval) the chain's ApprovalWait and starts polling for it. */
+  #startWait(entry: ChainEntry, input: InvokeInput, key: string, decision: PolicyDecision): ApprovalWait {
+    const chainId = input.chainId;
+    const w = new ApprovalWait(
+      {
+        key,
+        fingerprint: fingerprintOf(input),
+        chainId,
+        decision,
+        reviewUrl: this.#approvals.reviewUrl(decision.approvalId!),
+        now: Date.now,
+      },
+      (signal) =>
+        waitForApproval(
+          this.#client,
+          this.#config,
+          {
+            chainId,
+            approvalId: decision.approvalId!,
+            eventId: decision.eventId!,
+            sequence: decision.sequence,
+            category: decision.category,
+          },
+          signal,
+        ),
+    );
+    entry.wait = w;
+    this.#waits.add(w);
+    const observe = (result: string) =>
+      this.#metrics.approvalWait.observe({ result }, (Date.now() - w.startedAt) / 1000);
+    w.decided.then(
+      () => observe("approved"),
+      () => observe(w.status === "cancelled" ? "abandoned" : "denied"),
+    );
+    this.#log.info({ chainId, approvalId: w.approvalId, reviewUrl: w.reviewUrl }, "call waits for approval");
+    return w;
   }
 
   /** Reports an outcome in the background; completion of the chain waits for it. */
@@ -264,6 +480,14 @@ export class Governor {
             receiptId: r.receipt_id,
             receiptNumber: r.receipt_number,
           };
+        }
+        const w = entry.wait;
+        if (w) {
+          if (
+            w.withdraw(new GatewayError(ErrorCode.CANCELLED, "the chain was completed while the call waited"))
+          )
+            this.#release(entry, w);
+          else if (w.forwarding) await w.forwarding.catch(() => undefined);
         }
         if (entry.outcomes.size > 0) this.#outcomes.flush();
         await Promise.allSettled([...entry.outcomes]);
@@ -321,6 +545,18 @@ export class Governor {
     for (const c of this.#inflight) {
       c.abort(new GatewayError(ErrorCode.SHUTTING_DOWN, "the sidecar is shutting down"));
     }
+    for (const w of this.#waits)
+      w.abort(new GatewayError(ErrorCode.SHUTTING_DOWN, "the sidecar is shutting down"));
+  }
+
+  /**
+   * Withdraws every approval wait no caller is attached to (end of a drain): they stop polling
+   * and nothing is forwarded for them.
+   */
+  withdrawDetachedWaits(): void {
+    for (const w of this.#waits)
+      if (w.attached === 0)
+        w.abort(new GatewayError(ErrorCode.SHUTTING_DOWN, "the sidecar is shutting down"));
   }
 
   /** Resolves when every outcome report in flight has settled (drain, before closing). */
@@ -396,6 +632,28 @@ function untilAborted(p: Promise<void>, signal: AbortSignal): Promise<void> {
 }
 
 const round3 = (ms: number) => Math.round(ms * 1000) / 1000;
+
+/**
+ * The call's fingerprint: SHA-256 of the canonical JSON of agent, parent, type, name, payload
+ * and upstream. Two calls with the same fingerprint are the same call.
+ */
+export function fingerprintOf(input: InvokeInput): string {
+  return sha256Hex(
+    canonicalize({
+      agent: input.agentName,
+      parent: input.parentAgentName,
+      type: input.actionType,
+      name: input.actionName,
+      payload: input.payload,
+      upstream: input.upstream,
+    }) ?? "",
+  );
+}
+
+/** The re-attach key of a call: its idempotency key when given, else its fingerprint. */
+export function reattachKey(input: InvokeInput, idempotencyKey: string | null): string {
+  return idempotencyKey ? `key:${idempotencyKey}` : `fp:${fingerprintOf(input)}`;
+}
 
 /** Lowercase hex SHA-256 of a string's UTF-8 bytes. */
 export const sha256Hex = (text: string): string => hash("sha256", text, "hex");

@@ -3,28 +3,46 @@
  * (grpc.health.v1 via grpc-health-check) and server reflection (@grpc/reflection).
  *
  * Errors follow proto/tollgate/v1/gateway.proto: `callback({ code, details, metadata })` with
- * the trailing metadata `tollgate-error-code` and, when the service decided,
+ * the trailing metadata `tollgate-error-code`, `grpc-status-details-bin` (google.rpc.Status with
+ * ErrorInfo and BadRequest, status-details.ts) and, when the service decided,
  * `tollgate-decision-bin` (a serialized tollgate.v1.Decision).
+ *
+ * Approval waits: Invoke and WatchInvoke pass the call's idempotency key (field
+ * `idempotency_key`, else metadata `tollgate-idempotency-key`) to the Governor, which re-attaches
+ * a retry to its pending approval. WatchInvoke streams ApprovalUpdates (a heartbeat every
+ * `WATCH_HEARTBEAT_MS` while pending) and ends with the InvokeResponse.
  */
 import * as grpc from "@grpc/grpc-js";
 import { HealthImplementation } from "grpc-health-check";
 import type { PolicyDecision } from "../src/sdk/index.js";
+import type { WaitUpdate } from "./approval-wait.js";
 import { ErrorCode, GatewayError } from "./errors.js";
+import type { ApprovalUpdate } from "./generated/tollgate/v1/ApprovalUpdate.js";
 import type { Decision } from "./generated/tollgate/v1/Decision.js";
+import type { InvokeRequest__Output } from "./generated/tollgate/v1/InvokeRequest.js";
+import type { InvokeResponse } from "./generated/tollgate/v1/InvokeResponse.js";
+import type { InvokeUpdate } from "./generated/tollgate/v1/InvokeUpdate.js";
 import type { ToolGatewayHandlers } from "./generated/tollgate/v1/ToolGateway.js";
-import type { Governor } from "./governor.js";
+import type { Governor, InvokeResult } from "./governor.js";
 import type { Logger } from "./logger.js";
 import { encodeDecision, gatewayService, SERVICE_NAME } from "./proto.js";
 import { createReflectionService } from "./reflection.js";
+import { encodeStatusDetails, STATUS_DETAILS_KEY } from "./status-details.js";
 import { jsonToStruct } from "./struct.js";
 import {
   type InvokeInput,
   parseChainId,
   parseComplete,
   parseGetDecision,
+  parseIdempotencyKey,
   parseInvoke,
   parseOpenChain,
 } from "./validate.js";
+
+/** Metadata key of the idempotency key (the request field `idempotency_key` wins). */
+export const IDEMPOTENCY_KEY_METADATA = "tollgate-idempotency-key";
+/** WatchInvoke repeats the pending ApprovalUpdate this often, in ms. */
+export const WATCH_HEARTBEAT_MS = 15_000;
 
 /** Converts the SDK's decision into the proto Decision (absent optional = null). */
 export function toProtoDecision(d: PolicyDecision, chainId: string): Decision {
@@ -54,6 +72,7 @@ export function toProtoDecision(d: PolicyDecision, chainId: string): Decision {
 export function toServiceError(e: GatewayError, chainId: string | null): Partial<grpc.ServiceError> {
   const metadata = new grpc.Metadata();
   metadata.set("tollgate-error-code", e.code);
+  metadata.set(STATUS_DETAILS_KEY, encodeStatusDetails(e, chainId));
   if (e.decision)
     metadata.set("tollgate-decision-bin", encodeDecision(toProtoDecision(e.decision, chainId ?? "")));
   return { code: e.grpcCode, details: e.message, metadata };
@@ -79,14 +98,7 @@ function answer<T>(
   let settled = false;
   call.once("cancelled", () => {
     if (settled) return;
-    const deadline = call.getDeadline();
-    const ms = deadline instanceof Date ? deadline.getTime() : Number(deadline);
-    const expired = Number.isFinite(ms) && Date.now() >= ms - 5;
-    controller.abort(
-      expired
-        ? new GatewayError(ErrorCode.DEADLINE_EXCEEDED, "the call's deadline passed; nothing was forwarded")
-        : new GatewayError(ErrorCode.CANCELLED, "the caller cancelled; nothing was forwarded"),
-    );
+    controller.abort(cancelReason(call));
   });
   body(controller).then(
     (value) => {
@@ -98,6 +110,123 @@ function answer<T>(
       const e = err instanceof GatewayError ? err : new GatewayError(ErrorCode.INTERNAL, "internal error");
       if (!(err instanceof GatewayError)) log.error({ err }, "unexpected error in a gRPC handler");
       callback(toServiceError(e, chainId));
+    },
+  );
+}
+
+/** The abort reason of a call that grpc-js reports cancelled: its deadline passed, or the caller cancelled. */
+function cancelReason(call: { getDeadline(): grpc.Deadline }): GatewayError {
+  const deadline = call.getDeadline();
+  const ms = deadline instanceof Date ? deadline.getTime() : Number(deadline);
+  const expired = Number.isFinite(ms) && Date.now() >= ms - 5;
+  return expired
+    ? new GatewayError(
+        ErrorCode.DEADLINE_EXCEEDED,
+        "the call's deadline passed; nothing was forwarded (a pending approval stays pending: retry the same call to wait for it)",
+      )
+    : new GatewayError(ErrorCode.CANCELLED, "the caller cancelled; nothing was forwarded");
+}
+
+/** The InvokeResponse of an allowed call. */
+function toInvokeResponse(r: InvokeResult): InvokeResponse {
+  return {
+    decision: toProtoDecision(r.decision, r.chainId),
+    forwarded: r.forwarded,
+    result_json: r.result?.resultJson ?? "",
+    upstream_error: r.result?.isError ?? false,
+    upstream_status: r.result?.status ?? 0,
+    upstream_duration_ms: r.upstreamDurationMs,
+  };
+}
+
+/** The ApprovalUpdate of a wait status. */
+export function toApprovalUpdate(u: WaitUpdate): ApprovalUpdate {
+  return {
+    approval_id: u.approvalId,
+    status: u.status,
+    review_url: u.reviewUrl,
+    policy_name: u.policyName ?? undefined,
+    reason: u.reason,
+    waited_seconds: Math.round(u.waitedMs) / 1000,
+  };
+}
+
+/**
+ * Validates an Invoke and its idempotency key (field, else metadata).
+ * @throws GatewayError INVALID_ARGUMENT (counted as invalid).
+ */
+function parseInvokeCall(
+  o: GrpcServerOptions,
+  request: InvokeRequest__Output,
+  metadata: grpc.Metadata,
+): { input: InvokeInput; idempotencyKey: string | null } {
+  try {
+    const input = parseInvoke(request, o.upstreamNames, o.maxPayloadBytes);
+    const fromMetadata = metadata.get(IDEMPOTENCY_KEY_METADATA)[0];
+    const idempotencyKey = parseIdempotencyKey(
+      request.idempotency_key,
+      typeof fromMetadata === "string" ? fromMetadata : undefined,
+    );
+    return { input, idempotencyKey };
+  } catch (err) {
+    o.governor.countInvalid("grpc");
+    throw err;
+  }
+}
+
+/**
+ * WatchInvoke: Invoke with ApprovalUpdates streamed while the call waits, then the
+ * InvokeResponse; errors end the stream with the same status and trailers as Invoke. Ending the
+ * stream early (cancel, deadline) detaches from the wait like a unary Invoke.
+ */
+function watchInvoke(
+  o: GrpcServerOptions,
+  call: grpc.ServerWritableStream<InvokeRequest__Output, InvokeUpdate>,
+): void {
+  const controller = new AbortController();
+  let settled = false;
+  let heartbeat: NodeJS.Timeout | null = null;
+  const stopHeartbeat = () => {
+    if (heartbeat) clearInterval(heartbeat);
+    heartbeat = null;
+  };
+  call.once("cancelled", () => {
+    if (!settled) controller.abort(cancelReason(call));
+    stopHeartbeat();
+  });
+  const chainId = call.request.chain_id || null;
+  const run = async (): Promise<InvokeResponse> => {
+    const { input, idempotencyKey } = parseInvokeCall(o, call.request, call.metadata);
+    const r = await o.governor.invoke(input, controller, "grpc", {
+      idempotencyKey,
+      onWait: (u) => {
+        if (controller.signal.aborted) return;
+        call.write({ approval: toApprovalUpdate(u) });
+        stopHeartbeat();
+        if (u.status === "pending") {
+          const started = Date.now() - u.waitedMs;
+          heartbeat = setInterval(
+            () => call.write({ approval: toApprovalUpdate({ ...u, waitedMs: Date.now() - started }) }),
+            WATCH_HEARTBEAT_MS,
+          );
+        }
+      },
+    });
+    return toInvokeResponse(r);
+  };
+  run().then(
+    (result) => {
+      settled = true;
+      stopHeartbeat();
+      call.write({ result });
+      call.end();
+    },
+    (err: unknown) => {
+      settled = true;
+      stopHeartbeat();
+      const e = err instanceof GatewayError ? err : new GatewayError(ErrorCode.INTERNAL, "internal error");
+      if (!(err instanceof GatewayError)) o.log.error({ err }, "unexpected error in WatchInvoke");
+      call.emit("error", toServiceError(e, chainId)); // grpc-js ends the stream with this status
     },
   );
 }
@@ -123,23 +252,12 @@ export function gatewayHandlers(o: GrpcServerOptions): ToolGatewayHandlers {
     Invoke(call, callback) {
       const chainId = call.request.chain_id || null;
       answer(call, callback, log, chainId, async (controller) => {
-        let input: InvokeInput;
-        try {
-          input = parseInvoke(call.request, o.upstreamNames, o.maxPayloadBytes);
-        } catch (err) {
-          governor.countInvalid("grpc");
-          throw err;
-        }
-        const r = await governor.invoke(input, controller, "grpc");
-        return {
-          decision: toProtoDecision(r.decision, r.chainId),
-          forwarded: r.forwarded,
-          result_json: r.result?.resultJson ?? "",
-          upstream_error: r.result?.isError ?? false,
-          upstream_status: r.result?.status ?? 0,
-          upstream_duration_ms: r.upstreamDurationMs,
-        };
+        const { input, idempotencyKey } = parseInvokeCall(o, call.request, call.metadata);
+        return toInvokeResponse(await governor.invoke(input, controller, "grpc", { idempotencyKey }));
       });
+    },
+    WatchInvoke(call) {
+      watchInvoke(o, call);
     },
     CompleteChain(call, callback) {
       answer(call, callback, log, call.request.chain_id || null, async (controller) => {

@@ -2,6 +2,11 @@
  * The sidecar's HTTP face on TOLLGATE_HTTP_ADDRESS: GET /healthz (alive), GET /readyz (ready to
  * take calls: listening, not draining, every mcp upstream connected), GET /metrics
  * (Prometheus), and /mcp (the MCP face, when TOLLGATE_MCP_UPSTREAM is set).
+ *
+ * The face listens on loopback by default: /mcp makes governed tool calls with the pod's API
+ * key, so it must not be reachable from other pods. Kubelet probes and Prometheus scrapers
+ * connect to the pod IP, so the sidecar can also serve a probe face (TOLLGATE_PROBE_ADDRESS,
+ * 0.0.0.0:9091 when injected): the same /healthz, /readyz and /metrics, and never /mcp.
  */
 import http from "node:http";
 import type { Logger } from "./logger.js";
@@ -21,6 +26,8 @@ export interface HttpFaceOptions {
   readiness: () => Readiness;
   mcp: McpFace | null;
   log: Logger;
+  /** The probe face: /healthz, /readyz, /metrics only (/mcp answers 404 even with an MCP face). */
+  probeOnly?: boolean;
 }
 
 /** Creates the HTTP server (not yet listening). */
@@ -40,6 +47,7 @@ export function createHttpServer(o: HttpFaceOptions): http.Server {
 
 async function handle(o: HttpFaceOptions, path: string, req: http.IncomingMessage, res: http.ServerResponse) {
   if (path === "/mcp") {
+    if (o.probeOnly) return json(res, 404, { status: "not_found" });
     if (!o.mcp)
       return json(res, 404, {
         status: "not_found",

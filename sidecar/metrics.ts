@@ -3,7 +3,7 @@
  * values are bounded: decisions and error kinds are fixed sets, upstream names come from the
  * operator's configuration; never identifiers, payloads or secrets.
  */
-import { Counter, Histogram, Registry } from "prom-client";
+import { Counter, Gauge, Histogram, Registry } from "prom-client";
 import { collectConformingDefaultMetrics, registerBuildInfo } from "../src/metrics/default-metrics.js";
 
 /** What an Invoke ended with (label `decision` of tollgate_sidecar_invocations_total). */
@@ -26,13 +26,47 @@ export type InvocationResult = (typeof InvocationResult)[keyof typeof Invocation
 
 const fast = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
 
+/** Where the gauges read their values at scrape time (set by the Governor and the MCP face). */
+export interface GaugeSources {
+  /** Chains opened through this sidecar and not yet completed. */
+  openChains: () => number;
+  /** Open MCP sessions. */
+  mcpSessions: () => number;
+  /** Calls waiting for a human approval now. */
+  approvalWaits: () => number;
+}
+
 /** Creates the sidecar's registry and metrics. */
 export function createMetrics(opts: { defaultMetrics?: boolean } = {}) {
   const registry = new Registry();
   if (opts.defaultMetrics ?? true) collectConformingDefaultMetrics(registry);
   registerBuildInfo(registry, "sidecar");
+  const sources: GaugeSources = { openChains: () => 0, mcpSessions: () => 0, approvalWaits: () => 0 };
+  const gauge = (name: string, help: string, read: () => number) =>
+    new Gauge({
+      name,
+      help,
+      registers: [registry],
+      collect() {
+        this.set(read());
+      },
+    });
   return {
     registry,
+    sources,
+    openChains: gauge(
+      "tollgate_sidecar_open_chains",
+      "Chains opened through this sidecar (gRPC OpenChain and MCP sessions) and not yet completed.",
+      () => sources.openChains(),
+    ),
+    mcpSessions: gauge("tollgate_sidecar_mcp_sessions", "Open MCP sessions of the MCP face.", () =>
+      sources.mcpSessions(),
+    ),
+    approvalWaits: gauge(
+      "tollgate_sidecar_approval_waits",
+      "Calls waiting for a human approval now (attached or not).",
+      () => sources.approvalWaits(),
+    ),
     invocations: new Counter({
       name: "tollgate_sidecar_invocations_total",
       help: "Invocations (gRPC Invoke and MCP tools/call) by how they ended.",

@@ -40,6 +40,8 @@ export interface Sidecar {
   grpcPort: number;
   /** Bound HTTP port. */
   httpPort: number;
+  /** Bound port of the probe face (TOLLGATE_PROBE_ADDRESS), or null when it is off. */
+  probePort: number | null;
   /** host:port of the gRPC server. */
   grpcAddress: string;
   /** Base URL of the HTTP face, e.g. http://127.0.0.1:9090. */
@@ -86,7 +88,17 @@ export async function startSidecar(opts: StartOptions): Promise<Sidecar> {
   }, 5000);
   reconnect.unref();
 
-  const governor = new Governor({ sdkConfig, upstreams, metrics, log });
+  const publicUrl = (config.servicePublicUrl ?? config.serviceUrl).replace(/\/$/, "");
+  const governor = new Governor({
+    sdkConfig,
+    upstreams,
+    metrics,
+    log,
+    approvals: {
+      reviewUrl: (approvalId) => `${publicUrl}/dashboard/approvals#approval-${approvalId}`,
+      reattachWindowMs: config.reattachWindowSeconds * 1000,
+    },
+  });
   const { server: grpcServer, health } = createGrpcServer({
     governor,
     upstreamNames: new Set(upstreams.keys()),
@@ -104,6 +116,11 @@ export async function startSidecar(opts: StartOptions): Promise<Sidecar> {
             agentName: config.agentName,
             maxPayloadBytes: config.maxPayloadBytes,
             log,
+            metrics,
+            sessionIdleMs: config.mcpSessionIdleSeconds * 1000,
+            progressIntervalMs: config.mcpProgressIntervalSeconds * 1000,
+            allowedOrigins: config.mcpAllowedOrigins,
+            taskTtlMs: (config.approvalTimeoutHours * 3600 + config.reattachWindowSeconds) * 1000,
           }),
       )
     : null;
@@ -120,11 +137,20 @@ export async function startSidecar(opts: StartOptions): Promise<Sidecar> {
 
   const grpcPort = await bindGrpc(grpcServer, config.grpcAddress);
   const httpPort = await listenHttp(httpServer, config.httpAddress);
+  // Last: once the probe face answers, gRPC and the HTTP face accept connections.
+  const probeServer = config.probeAddress
+    ? createHttpServer({ metrics, readiness, mcp: null, log, probeOnly: true })
+    : null;
+  const probePort =
+    probeServer && config.probeAddress ? await listenHttp(probeServer, config.probeAddress) : null;
   setServing(health, true);
   log.info(
     {
       grpc: `${hostOf(config.grpcAddress)}:${grpcPort}`,
       http: `${hostOf(config.httpAddress)}:${httpPort}`,
+      ...(probePort !== null && config.probeAddress
+        ? { probe: `${hostOf(config.probeAddress)}:${probePort}` }
+        : {}),
       organization: config.organization,
     },
     "Tollgate sidecar listening",
@@ -146,12 +172,14 @@ export async function startSidecar(opts: StartOptions): Promise<Sidecar> {
         governor.abortInflight();
         await Promise.race([governor.idle(), sleep(2000)]);
       }
+      governor.withdrawDetachedWaits();
       await Promise.race([refused, sleep(1000)]);
       await Promise.race([governor.reportsSettled(), sleep(config.backendTimeoutSeconds * 1000)]);
       grpcServer.forceShutdown();
       clearInterval(reconnect);
       await mcp?.close();
       await closeHttp(httpServer);
+      if (probeServer) await closeHttp(probeServer);
       await Promise.allSettled([...upstreams.values()].map((u) => u.close()));
       log.info("sidecar stopped");
     })();
@@ -161,6 +189,7 @@ export async function startSidecar(opts: StartOptions): Promise<Sidecar> {
   return {
     grpcPort,
     httpPort,
+    probePort,
     grpcAddress: `${hostOf(config.grpcAddress)}:${grpcPort}`,
     httpUrl: `http://${hostOf(config.httpAddress)}:${httpPort}`,
     governor,

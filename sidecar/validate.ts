@@ -158,3 +158,25 @@ export function parseGetDecision(req: { chain_id?: string; event_id?: string }) 
   if (!eventId.success) throw invalidArgument("event_id", eventId.error.issues[0]!.message);
   return { chainId: id, eventId: eventId.data };
 }
+
+const IdempotencyKeySchema = z
+  .string()
+  .trim()
+  .max(200, "must be at most 200 characters")
+  .regex(/^[\x21-\x7e]*$/, "must be printable ASCII without spaces")
+  .transform((v) => (v === "" ? null : v));
+
+/**
+ * The re-attach key of an Invoke: the request field `idempotency_key`, else the metadata
+ * `tollgate-idempotency-key`; null when neither is set (the call's fingerprint is the key then).
+ * @throws GatewayError INVALID_ARGUMENT naming the field or the metadata key.
+ */
+export function parseIdempotencyKey(field: string | undefined, metadata: string | undefined): string | null {
+  const fromField = IdempotencyKeySchema.safeParse(field ?? "");
+  if (!fromField.success) throw invalidArgument("idempotency_key", fromField.error.issues[0]!.message);
+  if (fromField.data) return fromField.data;
+  const fromMetadata = IdempotencyKeySchema.safeParse(metadata ?? "");
+  if (!fromMetadata.success)
+    throw invalidArgument("tollgate-idempotency-key", fromMetadata.error.issues[0]!.message);
+  return fromMetadata.data;
+}

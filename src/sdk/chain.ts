@@ -59,6 +59,12 @@ export interface ChainOptions {
 export interface RecordOptions {
   /** Stops waiting (HTTP request or approval wait); the call rejects with the signal's reason. */
   signal?: AbortSignal;
+  /**
+   * false: a require_approval decision is returned as it is (policyDecision require_approval,
+   * approvalId set) instead of blocking; the caller waits itself with `waitForApproval`
+   * (wait.ts). Default true (the spec's blocking behaviour).
+   */
+  awaitApproval?: boolean;
 }
 
 /** What exit() returns once the chain is sealed. */
@@ -327,6 +333,7 @@ export class Chain {
     if (decision.policyDecision === "require_approval") {
       if (!res.approval_id)
         throw new ServiceApiError(200, "TG_ERR_BAD_RESPONSE", "require_approval without approval_id");
+      if (opts.awaitApproval === false) return decision;
       return waitForApproval(
         this.client,
         this.config,

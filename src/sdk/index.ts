@@ -71,3 +71,4 @@ export {
 export { McpAdapter, type McpAdapterOptions, type ToolCallOptions } from "./mcp.js";
 export { sanitizeForConfig } from "./sanitize.js";
 export { realSleep } from "./sleep.js";
+export { type PendingApproval, waitForApproval } from "./wait.js";

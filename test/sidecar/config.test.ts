@@ -32,12 +32,25 @@ describe("sidecar configuration", () => {
       apiKeyFile: "/var/run/tollgate/api-key",
       grpcAddress: "127.0.0.1:50051",
       httpAddress: "127.0.0.1:9090",
+      probeAddress: null,
       upstreams: [],
       failModes: null,
       mcpUpstream: null,
       maxPayloadBytes: 256 * 1024,
       logLevel: "info",
     });
+  });
+
+  it("TOLLGATE_PROBE_ADDRESS turns on the probe face (the webhook sets 0.0.0.0:9091)", async () => {
+    const c = await loadConfig({
+      TOLLGATE_SERVICE_URL: "http://tollgate.tollgate-system:8000",
+      TOLLGATE_PROBE_ADDRESS: "0.0.0.0:9091",
+    });
+    expect(c.probeAddress).toBe("0.0.0.0:9091");
+    expect(c.httpAddress).toBe("127.0.0.1:9090");
+    expect(
+      await issues(loadConfig({ TOLLGATE_SERVICE_URL: "http://x:8000", TOLLGATE_PROBE_ADDRESS: "9091" })),
+    ).toMatch(/TOLLGATE_PROBE_ADDRESS/);
   });
 
   it("reads a YAML file and lets the environment win; upstreams from TOLLGATE_UPSTREAMS_FILE", async () => {

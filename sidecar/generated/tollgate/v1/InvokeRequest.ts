@@ -32,6 +32,12 @@ export interface InvokeRequest {
    * The configured upstream to forward to. Empty: record and decide only, nothing forwarded.
    */
   'upstream'?: (string);
+  /**
+   * Re-attach key of this call: a retry with the same key joins the call's pending approval
+   * instead of failing APPROVAL_PENDING. At most 200 characters. Optional (metadata
+   * `tollgate-idempotency-key` is the alternative; this field wins).
+   */
+  'idempotency_key'?: (string);
 }
 
 export interface InvokeRequest__Output {
@@ -64,4 +70,10 @@ export interface InvokeRequest__Output {
    * The configured upstream to forward to. Empty: record and decide only, nothing forwarded.
    */
   'upstream': (string);
+  /**
+   * Re-attach key of this call: a retry with the same key joins the call's pending approval
+   * instead of failing APPROVAL_PENDING. At most 200 characters. Optional (metadata
+   * `tollgate-idempotency-key` is the alternative; this field wins).
+   */
+  'idempotency_key': (string);
 }

@@ -10,6 +10,7 @@ import type { GetReceiptRequest as _tollgate_v1_GetReceiptRequest, GetReceiptReq
 import type { GetReceiptResponse as _tollgate_v1_GetReceiptResponse, GetReceiptResponse__Output as _tollgate_v1_GetReceiptResponse__Output } from '../../tollgate/v1/GetReceiptResponse.js';
 import type { InvokeRequest as _tollgate_v1_InvokeRequest, InvokeRequest__Output as _tollgate_v1_InvokeRequest__Output } from '../../tollgate/v1/InvokeRequest.js';
 import type { InvokeResponse as _tollgate_v1_InvokeResponse, InvokeResponse__Output as _tollgate_v1_InvokeResponse__Output } from '../../tollgate/v1/InvokeResponse.js';
+import type { InvokeUpdate as _tollgate_v1_InvokeUpdate, InvokeUpdate__Output as _tollgate_v1_InvokeUpdate__Output } from '../../tollgate/v1/InvokeUpdate.js';
 import type { OpenChainRequest as _tollgate_v1_OpenChainRequest, OpenChainRequest__Output as _tollgate_v1_OpenChainRequest__Output } from '../../tollgate/v1/OpenChainRequest.js';
 import type { OpenChainResponse as _tollgate_v1_OpenChainResponse, OpenChainResponse__Output as _tollgate_v1_OpenChainResponse__Output } from '../../tollgate/v1/OpenChainResponse.js';
 
@@ -94,6 +95,31 @@ export interface ToolGatewayClient extends grpc.Client {
   openChain(argument: _tollgate_v1_OpenChainRequest, options: grpc.CallOptions, callback: grpc.requestCallback<_tollgate_v1_OpenChainResponse__Output>): grpc.ClientUnaryCall;
   openChain(argument: _tollgate_v1_OpenChainRequest, callback: grpc.requestCallback<_tollgate_v1_OpenChainResponse__Output>): grpc.ClientUnaryCall;
   
+  /**
+   * Invoke, reporting the approval as it goes: an ApprovalUpdate when the call starts waiting
+   * (status pending, with the review URL), again every 15 s while it waits (a heartbeat that
+   * keeps proxies from closing an idle stream), one when it is resolved (approved, denied,
+   * timed_out, cancelled), then the InvokeResponse as the last message. A refused call ends
+   * the stream with the same status, trailers and details as Invoke. A call that needs no
+   * approval sends only the InvokeResponse. Re-attaches like Invoke. Use it without a deadline;
+   * the server sends HTTP/2 keepalive pings every 60 s and accepts client pings every 10 s or
+   * more (grpc.keepalive_time_ms >= 10000).
+   */
+  WatchInvoke(argument: _tollgate_v1_InvokeRequest, metadata: grpc.Metadata, options?: grpc.CallOptions): grpc.ClientReadableStream<_tollgate_v1_InvokeUpdate__Output>;
+  WatchInvoke(argument: _tollgate_v1_InvokeRequest, options?: grpc.CallOptions): grpc.ClientReadableStream<_tollgate_v1_InvokeUpdate__Output>;
+  /**
+   * Invoke, reporting the approval as it goes: an ApprovalUpdate when the call starts waiting
+   * (status pending, with the review URL), again every 15 s while it waits (a heartbeat that
+   * keeps proxies from closing an idle stream), one when it is resolved (approved, denied,
+   * timed_out, cancelled), then the InvokeResponse as the last message. A refused call ends
+   * the stream with the same status, trailers and details as Invoke. A call that needs no
+   * approval sends only the InvokeResponse. Re-attaches like Invoke. Use it without a deadline;
+   * the server sends HTTP/2 keepalive pings every 60 s and accepts client pings every 10 s or
+   * more (grpc.keepalive_time_ms >= 10000).
+   */
+  watchInvoke(argument: _tollgate_v1_InvokeRequest, metadata: grpc.Metadata, options?: grpc.CallOptions): grpc.ClientReadableStream<_tollgate_v1_InvokeUpdate__Output>;
+  watchInvoke(argument: _tollgate_v1_InvokeRequest, options?: grpc.CallOptions): grpc.ClientReadableStream<_tollgate_v1_InvokeUpdate__Output>;
+  
 }
 
 /**
@@ -126,6 +152,18 @@ export interface ToolGatewayHandlers extends grpc.UntypedServiceImplementation {
    */
   OpenChain: grpc.handleUnaryCall<_tollgate_v1_OpenChainRequest__Output, _tollgate_v1_OpenChainResponse>;
   
+  /**
+   * Invoke, reporting the approval as it goes: an ApprovalUpdate when the call starts waiting
+   * (status pending, with the review URL), again every 15 s while it waits (a heartbeat that
+   * keeps proxies from closing an idle stream), one when it is resolved (approved, denied,
+   * timed_out, cancelled), then the InvokeResponse as the last message. A refused call ends
+   * the stream with the same status, trailers and details as Invoke. A call that needs no
+   * approval sends only the InvokeResponse. Re-attaches like Invoke. Use it without a deadline;
+   * the server sends HTTP/2 keepalive pings every 60 s and accepts client pings every 10 s or
+   * more (grpc.keepalive_time_ms >= 10000).
+   */
+  WatchInvoke: grpc.handleServerStreamingCall<_tollgate_v1_InvokeRequest__Output, _tollgate_v1_InvokeUpdate>;
+  
 }
 
 export interface ToolGatewayDefinition extends grpc.ServiceDefinition {
@@ -134,4 +172,5 @@ export interface ToolGatewayDefinition extends grpc.ServiceDefinition {
   GetReceipt: MethodDefinition<_tollgate_v1_GetReceiptRequest, _tollgate_v1_GetReceiptResponse, _tollgate_v1_GetReceiptRequest__Output, _tollgate_v1_GetReceiptResponse__Output>
   Invoke: MethodDefinition<_tollgate_v1_InvokeRequest, _tollgate_v1_InvokeResponse, _tollgate_v1_InvokeRequest__Output, _tollgate_v1_InvokeResponse__Output>
   OpenChain: MethodDefinition<_tollgate_v1_OpenChainRequest, _tollgate_v1_OpenChainResponse, _tollgate_v1_OpenChainRequest__Output, _tollgate_v1_OpenChainResponse__Output>
+  WatchInvoke: MethodDefinition<_tollgate_v1_InvokeRequest, _tollgate_v1_InvokeUpdate, _tollgate_v1_InvokeRequest__Output, _tollgate_v1_InvokeUpdate__Output>
 }
