@@ -1,7 +1,8 @@
 /**
  * Human-readable output of `tollgate verify`: one line per receipt (signature, link, events,
- * approvals), its problems indented under it, then the export-level checks, the checkpoint and
- * a one-line result.
+ * approvals), its problems indented under it (and a note for a receipt issued before the event
+ * hash chain, whose events and approvals are not evaluated), then the export-level checks, the
+ * checkpoint and a one-line result.
  */
 import type { ExportReport } from "./verify-export.js";
 
@@ -32,7 +33,10 @@ export function formatReport(
       ? `Approval keys: ${r.approval_key_count} from ${approvalJwksSource}`
       : `Approval keys: ${r.approval_key_count} from the export itself (pass --approval-jwks <service>/.well-known/tollgate/approval-keys.json)`,
   );
-  lines.push(`Evidence: ${r.event_count} events, ${r.approval_count} approvals`);
+  const older = r.pre_event_chain_receipt_count;
+  lines.push(
+    `Evidence: ${r.event_count} events, ${r.approval_count} approvals${older > 0 ? `; ${older} receipt${older === 1 ? "" : "s"} issued before the event hash chain (events and approvals not evaluated)` : ""}`,
+  );
   lines.push("");
   const width = Math.max(14, ...r.receipts.map((x) => (x.receipt_number ?? `#${x.position}`).length));
   for (const x of r.receipts) {
@@ -40,6 +44,9 @@ export function formatReport(
     lines.push(
       `  ${mark}  ${pad(x.receipt_number ?? `#${x.position}`, width)}  signature ${pad(x.signature, 13)}  link ${pad(x.link, 7)}  events ${pad(x.events, 13)}  approvals ${x.approvals}`,
     );
+    if (x.receipt_format === "pre_event_chain") {
+      lines.push("          · issued before the event hash chain: it commits to no events or approvals");
+    }
     for (const p of x.problems) lines.push(`          - ${p}`);
   }
   if (r.receipts.length > 0) lines.push("");

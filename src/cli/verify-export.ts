@@ -4,10 +4,11 @@
  * against the declared range, the organization of every receipt, the head, the service's
  * attestation of the manifest; each receipt's events recomputed into the event hash chain it
  * committed to and its approval records checked against it and their own signatures; and,
- * given a checkpoint, that the exported log still extends it. Pure: no I/O.
+ * given a checkpoint, that the exported log still extends it. Receipts issued before the event
+ * hash chain (no `event_chain`) get the same signature, link and numbering checks; their events
+ * and approvals are reported not_evaluated, not invalid (src/receipts/evidence.ts). Pure: no I/O.
  */
 import type { KeyObject } from "node:crypto";
-import { type ApprovalRecordsCheck, verifyApprovalRecords } from "../receipts/approval-record.js";
 import {
   type CheckpointLogStatus,
   CheckpointSchema,
@@ -16,9 +17,20 @@ import {
   verifyCheckpointSignature,
 } from "../receipts/checkpoint.js";
 import { ed25519Verify, importPublicJwk } from "../receipts/ed25519.js";
-import { type EventChainCheck, verifyEventChain } from "../receipts/event-chain.js";
+import {
+  type EvidenceStatus,
+  evidencePasses,
+  type ReceiptEvidenceCheck,
+  verifyReceiptEvidence,
+} from "../receipts/evidence.js";
 import { parseReceiptNumber } from "../receipts/number.js";
-import type { ChainVerification, Ed25519Status, LinkStatus, SignedReceipt } from "../receipts/schema.js";
+import type {
+  AnySignedReceipt,
+  ChainVerification,
+  Ed25519Status,
+  LinkStatus,
+  ReceiptFormat,
+} from "../receipts/schema.js";
 import { receiptHash } from "../receipts/sign.js";
 import { verifyReceiptChain } from "../receipts/verify.js";
 import { exportSigningInput, type ReceiptExport, ReceiptExportSchema } from "./export-format.js";
@@ -36,6 +48,8 @@ export interface ReceiptReport {
   position: number;
   receipt_number: string | null;
   receipt_id: string | null;
+  /** pre_event_chain: issued before the event hash chain; its events and approvals are not_evaluated. */
+  receipt_format: ReceiptFormat;
   overall_status: "valid" | "invalid";
   signature: Ed25519Status;
   link: LinkStatus;
@@ -50,8 +64,11 @@ export interface ReceiptReport {
   problems: string[];
 }
 
-/** valid, invalid, or not_evaluated (the receipt cannot be read, so its evidence cannot be matched). */
-export type EvidenceStatus = "valid" | "invalid" | "not_evaluated";
+/**
+ * valid, invalid, or not_evaluated (a pre-event-chain receipt, which committed to no events or
+ * approvals; or a receipt that cannot be read or repeats a chain, so its evidence cannot be matched).
+ */
+export type { EvidenceStatus };
 
 /** Result of checking a checkpoint against the export. */
 export interface CheckpointReport {
@@ -80,6 +97,8 @@ export interface ExportReport {
   approval_key_count: number;
   event_count: number;
   approval_count: number;
+  /** Receipts issued before the event hash chain (their events and approvals not evaluated). */
+  pre_event_chain_receipt_count: number;
   /** Present when a checkpoint was given. */
   checkpoint: CheckpointReport | null;
   receipts: ReceiptReport[];
@@ -182,7 +201,7 @@ export function verifyExport(
   const exp = parseExport(doc);
   const approvalKeys = opts.approvalKeys ?? importJwks(exp.approval_jwks);
   const checkpoint = opts.checkpoint === undefined ? null : parseCheckpoint(opts.checkpoint);
-  const receipts = exp.receipts as SignedReceipt[];
+  const receipts = exp.receipts as AnySignedReceipt[];
   const chain: ChainVerification = verifyReceiptChain(receipts, {
     publicKeys: keys,
     requireEd25519: true,
@@ -265,15 +284,19 @@ export function verifyExport(
     approval_key_count: approvalKeys.size,
     event_count: exp.events.length,
     approval_count: exp.approvals.length,
+    pre_event_chain_receipt_count: chain.receipts.filter((c) => c.receipt_format === "pre_event_chain")
+      .length,
     checkpoint: checkpointReport,
     receipts: chain.receipts.map((c, i) => {
       const e = evidence.perReceipt[i]!;
       const own = evidenceProblems[i]!;
+      const evidenceOk = e.events === null || evidencePasses(e);
       return {
         position: i + 1,
         receipt_number: c.receipt_number,
         receipt_id: c.receipt_id,
-        overall_status: c.overall_status === "valid" && own.length === 0 ? "valid" : "invalid",
+        receipt_format: c.receipt_format,
+        overall_status: c.overall_status === "valid" && own.length === 0 && evidenceOk ? "valid" : "invalid",
         signature: c.ed25519.status,
         link: c.chain.status,
         events: e.events?.status ?? "not_evaluated",
@@ -316,17 +339,19 @@ function byChain(items: readonly unknown[]): Map<string | null, unknown[]> {
 }
 
 /**
- * Each receipt's events and approvals (matched by the receipt's chain_id) checked against it;
- * items that belong to no exported receipt, and chains listed out of receipt order, are
- * export-level problems. Problems of receipts are returned per receipt, the rest in `problems`.
+ * Each receipt's events and approvals (matched by the receipt's chain_id) checked against it
+ * (src/receipts/evidence.ts: not_evaluated for a pre-event-chain receipt, whose items are still
+ * claimed by it); items that belong to no exported receipt, and chains listed out of receipt
+ * order, are export-level problems. Problems of receipts are returned per receipt, the rest in
+ * `problems`. A receipt without a chain_id, or repeating another's, gets null evidence.
  */
 function checkEvidence(
   exp: ReceiptExport,
-  receipts: readonly SignedReceipt[],
+  receipts: readonly AnySignedReceipt[],
   chain: ChainVerification,
   approvalKeys: ReadonlyMap<string, KeyObject>,
 ): {
-  perReceipt: Array<{ events: EventChainCheck | null; approvals: ApprovalRecordsCheck | null }>;
+  perReceipt: Array<ReceiptEvidenceCheck | { events: null; approvals: null }>;
   problems: string[];
 } {
   const events = byChain(exp.events);
@@ -338,18 +363,12 @@ function checkEvidence(
     const chainId = chainIdOf(receipt);
     if (chainId === null || claimed.has(chainId)) return { events: null, approvals: null };
     claimed.add(chainId);
-    const approvalList = Array.isArray((receipt as { approvals?: unknown }).approvals)
-      ? receipt.approvals
-      : [];
-    return {
-      events: verifyEventChain(receipt, events.get(chainId) ?? [], label),
-      approvals: verifyApprovalRecords(
-        { chain_id: chainId, approvals: approvalList },
-        approvals.get(chainId) ?? [],
-        approvalKeys,
-        label,
-      ),
-    };
+    return verifyReceiptEvidence(
+      receipt,
+      { events: events.get(chainId) ?? [], approvals: approvals.get(chainId) ?? [] },
+      approvalKeys,
+      label,
+    );
   });
   for (const [kind, groups] of [
     ["event", events],
@@ -385,7 +404,7 @@ function checkEvidence(
 function checkCheckpoint(
   checkpoint: ReturnType<typeof parseCheckpoint>,
   exp: ReceiptExport,
-  receipts: readonly SignedReceipt[],
+  receipts: readonly AnySignedReceipt[],
   keys: ReadonlyMap<string, KeyObject>,
 ): CheckpointReport {
   const signature = verifyCheckpointSignature(checkpoint, keys);

@@ -1,8 +1,9 @@
 /**
  * Receipts: canonical JSON (RFC 8785), HMAC-SHA256 signatures, SHA-256 hash chaining, Ed25519
  * signatures, receipt numbering and chain verification (spec: Receipt, "Verification
- * results"), the event hash chain, approval records and checkpoints (issue 18 §2). Pure: no
- * I/O, no clock reads; depends on nothing of ours but zod.
+ * results"), the event hash chain, approval records, receipt evidence (both receipt formats)
+ * and checkpoints (issue 18 §2). Pure: no I/O, no clock reads; depends on nothing of ours but
+ * zod.
  */
 export {
   APPROVAL_ATTESTATION_FORMAT,
@@ -66,6 +67,14 @@ export {
   outcomeSha256,
   verifyEventChain,
 } from "./event-chain.js";
+export {
+  type ApprovalsEvidence,
+  type EventsEvidence,
+  type EvidenceStatus,
+  evidencePasses,
+  type ReceiptEvidenceCheck,
+  verifyReceiptEvidence,
+} from "./evidence.js";
 export { formatReceiptNumber, parseReceiptNumber, type ReceiptNumberParts } from "./number.js";
 export * from "./schema.js";
 export {

@@ -6,7 +6,9 @@
  * Wire and JSON keys are the spec's snake_case. Every object is strict (unknown keys are
  * rejected), because the signature covers exactly the keys that are present: a key this
  * schema does not know would be signed but never shown. Optional facts are `null`, never
- * absent, so the signed form of a receipt has one shape.
+ * absent, so the signed form of a receipt has one shape per format: receipts issued before the
+ * event hash chain have their own schema (`PreEventChainSignedReceiptSchema`; README
+ * "Receipts"), chosen by `receiptFormatOf`.
  *
  * Choices where the spec says "not shown" (the README documents them):
  * - the receipt identifier inside the body is `receipt_id` (a UUID, like chain_id);
@@ -136,8 +138,8 @@ export const EventOutcomeSchema = z
   .strict();
 export type EventOutcome = z.infer<typeof EventOutcomeSchema>;
 
-/** One recorded action of the chain (spec: Events 1; receipt events_summary). */
-export const ReceiptEventSchema = signedObject({
+/** The facts of one recorded action that every events_summary item carries, in both formats. */
+const receiptEventShape = {
   /** 1-based position of the event within the chain. */
   sequence: z.number().int().positive(),
   event_id: Uuid,
@@ -153,6 +155,11 @@ export const ReceiptEventSchema = signedObject({
   recorded_at: Timestamp,
   /** null when the action was not carried out or no outcome was reported. */
   outcome: signedObject(EventOutcomeSchema.shape).nullable(),
+};
+
+/** One recorded action of the chain (spec: Events 1; receipt events_summary). */
+export const ReceiptEventSchema = signedObject({
+  ...receiptEventShape,
   /**
    * `sha256:<hex>` of the event's canonical record chained to the previous event's hash
    * (`event-chain.ts`): lets a verifier name the stored event that no longer matches.
@@ -202,17 +209,22 @@ const signatureShape = {
   ed25519: signedObject({ kid: KeyIdSchema, signature: Ed25519SignatureSchema }).nullable(),
 };
 
-type BodyFacts = {
+/** The facts every receipt body is checked for, in both formats. */
+type CommonFacts = {
   status: "completed" | "failed";
   failure: unknown;
   started_at: string;
   completed_at: string;
+};
+
+/** The facts a receipt that commits to its events is checked for besides the common ones. */
+type BodyFacts = CommonFacts & {
   total_actions: number;
   events_summary: ReadonlyArray<{ sequence: number; event_hash: string }>;
   event_chain: { event_count: number; head_hash: string | null };
 };
 
-function checkBodyFacts(body: BodyFacts, ctx: z.RefinementCtx): void {
+function checkCommonFacts(body: CommonFacts, ctx: z.RefinementCtx): void {
   if (body.status === "failed" && body.failure === null) {
     ctx.addIssue({ code: "custom", path: ["failure"], message: "a failed receipt must carry its failure" });
   }
@@ -222,6 +234,10 @@ function checkBodyFacts(body: BodyFacts, ctx: z.RefinementCtx): void {
   if (Date.parse(body.completed_at) < Date.parse(body.started_at)) {
     ctx.addIssue({ code: "custom", path: ["completed_at"], message: "completed_at is before started_at" });
   }
+}
+
+function checkBodyFacts(body: BodyFacts, ctx: z.RefinementCtx): void {
+  checkCommonFacts(body, ctx);
   const events = body.events_summary;
   if (body.event_chain.event_count !== events.length || body.total_actions !== events.length) {
     ctx.addIssue({
@@ -260,6 +276,78 @@ export const SignedReceiptSchema = signedObject({ ...receiptBodyShape, ...signat
   checkBodyFacts,
 );
 export type SignedReceipt = z.infer<typeof SignedReceiptSchema>;
+
+// ---------------------------------------------------------------------------------------------
+// Receipts issued before the event hash chain (README "Receipts"; docs/adr/0007). They were
+// signed and hash-chained under the same rules but carry no `event_chain` and no
+// `events_summary[].event_hash`. They stay verifiable: signatures, links and numbering are
+// checked exactly as before; their events and approvals, to which they never committed, are
+// not evaluated. A receipt cannot be moved from one format to the other without breaking its
+// signatures, which cover every key that is present (and absent).
+
+/** One events_summary item of a pre-event-chain receipt: the current item without `event_hash`. */
+export const PreEventChainReceiptEventSchema = signedObject(receiptEventShape);
+export type PreEventChainReceiptEvent = z.infer<typeof PreEventChainReceiptEventSchema>;
+
+const { event_chain: _eventChain, ...bodyShapeWithoutEventChain } = receiptBodyShape;
+const preEventChainBodyShape = {
+  ...bodyShapeWithoutEventChain,
+  events_summary: z.array(PreEventChainReceiptEventSchema),
+};
+
+/**
+ * The body of a receipt issued before the event hash chain, exactly as it was signed then
+ * (strict: a receipt carrying `event_hash` items but no `event_chain`, or the reverse, matches
+ * neither format). Checked for the facts that were checked then (failure set exactly when
+ * failed; completed_at not before started_at).
+ */
+export const PreEventChainReceiptBodySchema =
+  signedObject(preEventChainBodyShape).superRefine(checkCommonFacts);
+export type PreEventChainReceiptBody = z.infer<typeof PreEventChainReceiptBodySchema>;
+
+/** A pre-event-chain receipt as stored and exported: its body plus its signatures. */
+export const PreEventChainSignedReceiptSchema = signedObject({
+  ...preEventChainBodyShape,
+  ...signatureShape,
+}).superRefine(checkCommonFacts);
+export type PreEventChainSignedReceipt = z.infer<typeof PreEventChainSignedReceiptSchema>;
+
+/** A signed receipt of either format. */
+export type AnySignedReceipt = SignedReceipt | PreEventChainSignedReceipt;
+/** A receipt body of either format. */
+export type AnyReceiptBody = ReceiptBody | PreEventChainReceiptBody;
+
+/**
+ * Which rules a receipt was issued under: `event_chain` (it commits to every recorded event
+ * and its approvals: `event_chain`, `events_summary[].event_hash`) or `pre_event_chain`
+ * (issued before that change: its events and approvals cannot be checked against it).
+ */
+export const ReceiptFormatSchema = z.enum(["event_chain", "pre_event_chain"]);
+export type ReceiptFormat = z.infer<typeof ReceiptFormatSchema>;
+
+/**
+ * The format a receipt claims: pre_event_chain when it is an object without an `event_chain`
+ * member, event_chain otherwise (also for non-objects, which match no schema). Says nothing
+ * about validity: the receipt must then match that format's schema and its signatures.
+ */
+export function receiptFormatOf(receipt: unknown): ReceiptFormat {
+  const isObject = typeof receipt === "object" && receipt !== null && !Array.isArray(receipt);
+  return isObject && !Object.hasOwn(receipt, "event_chain") ? "pre_event_chain" : "event_chain";
+}
+
+/**
+ * Validates a signed receipt against the schema of the format it claims (`receiptFormatOf`):
+ * SignedReceiptSchema, or PreEventChainSignedReceiptSchema for a receipt without
+ * `event_chain`. Never throws.
+ */
+export function safeParseSignedReceipt(receipt: unknown): {
+  format: ReceiptFormat;
+  result: z.ZodSafeParseResult<AnySignedReceipt>;
+} {
+  const format = receiptFormatOf(receipt);
+  const schema = format === "event_chain" ? SignedReceiptSchema : PreEventChainSignedReceiptSchema;
+  return { format, result: schema.safeParse(receipt) as z.ZodSafeParseResult<AnySignedReceipt> };
+}
 
 // ---------------------------------------------------------------------------------------------
 // Verification results (spec: "Verification results"). Shapes beyond overall_status and
@@ -306,7 +394,9 @@ export const ReceiptCheckSchema = z.object({
   receipt_number: z.string().nullable(),
   /** Sequence parsed from receipt_number; null when the number is malformed. */
   sequence: z.number().int().nullable(),
-  /** False when the receipt does not match SignedReceiptSchema. */
+  /** The format the receipt claims (`receiptFormatOf`); its schema decides well_formed. */
+  receipt_format: ReceiptFormatSchema,
+  /** False when the receipt does not match the schema of its format (`safeParseSignedReceipt`). */
   well_formed: z.boolean(),
   integrity: z.object({ status: IntegrityStatusSchema }),
   ed25519: z.object({ status: Ed25519StatusSchema, kid: z.string().nullable() }),

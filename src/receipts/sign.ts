@@ -14,7 +14,13 @@
 import { createHash, createHmac, type KeyObject, timingSafeEqual } from "node:crypto";
 import { canonicalJson } from "./canonical.js";
 import { ed25519Sign } from "./ed25519.js";
-import { type ReceiptBody, ReceiptBodySchema, type SignedReceipt } from "./schema.js";
+import {
+  type AnyReceiptBody,
+  type AnySignedReceipt,
+  type ReceiptBody,
+  ReceiptBodySchema,
+  type SignedReceipt,
+} from "./schema.js";
 
 /** Minimum HMAC key length in bytes (the SHA-256 output size; RFC 2104 discourages shorter keys). */
 export const MIN_HMAC_KEY_BYTES = 32;
@@ -24,10 +30,12 @@ const HMAC_SIGNATURE = /^hmac-sha256:([0-9a-f]{64})$/;
 
 /**
  * The receipt body of a receipt: a shallow copy without `signature` and `ed25519`. Accepts a
- * body (returned as a copy) or a signed receipt. Does not validate.
+ * body (returned as a copy) or a signed receipt, of either format (schema.ts). Does not validate.
  */
-export function receiptBody(receipt: ReceiptBody | SignedReceipt): ReceiptBody {
-  const { signature: _signature, ed25519: _ed25519, ...body } = receipt as SignedReceipt;
+export function receiptBody(receipt: ReceiptBody | SignedReceipt): ReceiptBody;
+export function receiptBody(receipt: AnyReceiptBody | AnySignedReceipt): AnyReceiptBody;
+export function receiptBody(receipt: AnyReceiptBody | AnySignedReceipt): AnyReceiptBody {
+  const { signature: _signature, ed25519: _ed25519, ...body } = receipt as AnySignedReceipt;
   return body;
 }
 
@@ -37,7 +45,7 @@ export function receiptBody(receipt: ReceiptBody | SignedReceipt): ReceiptBody {
  *
  * @throws TypeError when the receipt holds non-JSON values (see `canonicalJson`).
  */
-export function signingInput(receipt: ReceiptBody | SignedReceipt): string {
+export function signingInput(receipt: AnyReceiptBody | AnySignedReceipt): string {
   return canonicalJson(receiptBody(receipt));
 }
 
@@ -49,7 +57,7 @@ export function signingInput(receipt: ReceiptBody | SignedReceipt): string {
  * @throws RangeError when the key is shorter than 32 bytes.
  * @throws TypeError when the body holds non-JSON values.
  */
-export function hmacSignature(body: ReceiptBody | SignedReceipt, key: Buffer): string {
+export function hmacSignature(body: AnyReceiptBody | AnySignedReceipt, key: Buffer): string {
   assertHmacKey(key);
   return HMAC_PREFIX + hmacDigest(signingInput(body), key).toString("hex");
 }
@@ -62,7 +70,7 @@ export function hmacSignature(body: ReceiptBody | SignedReceipt, key: Buffer): s
  * @throws RangeError when the key is shorter than 32 bytes (a configuration error, not a
  *   property of the receipt).
  */
-export function verifyHmac(body: ReceiptBody | SignedReceipt, signature: string, key: Buffer): boolean {
+export function verifyHmac(body: AnyReceiptBody | AnySignedReceipt, signature: string, key: Buffer): boolean {
   assertHmacKey(key);
   let input: string | null;
   try {
@@ -94,7 +102,7 @@ export function hmacMatches(input: string | null, signature: unknown, key: Buffe
  *
  * @throws TypeError when the receipt holds non-JSON values.
  */
-export function receiptHash(signed: SignedReceipt): string {
+export function receiptHash(signed: AnySignedReceipt): string {
   return hashOfCanonical(canonicalJson(signed));
 }
 

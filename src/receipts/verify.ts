@@ -14,6 +14,14 @@
  *   next one; reordering shows as broken or gap links; altering a receipt fails its integrity
  *   and Ed25519 checks and, because receiptHash covers the whole receipt, breaks the next link.
  *
+ * Both receipt formats are accepted (schema.ts `receiptFormatOf`): a receipt that commits to its
+ * events (`event_chain`) must match SignedReceiptSchema; one issued before the event hash chain
+ * (no `event_chain`) must match PreEventChainSignedReceiptSchema, exactly the shape it was
+ * signed in, and gets the same three checks. Moving a receipt between the formats (stripping
+ * `event_chain`) changes the signed bytes, so its signatures and the next link fail. Which
+ * format a receipt has is reported (`receipt_format`); checking the chain's events and
+ * approvals against it is `evidence.ts`.
+ *
  * Problem messages name receipt numbers and sequences, never hashes, HMACs or signatures, so
  * the service may pass them on (spec: verification responses do not expose those).
  *
@@ -24,13 +32,13 @@ import { canonicalJson, canonicalJsonWithout } from "./canonical.js";
 import { ed25519Verify, importPublicJwk } from "./ed25519.js";
 import { parseReceiptNumber } from "./number.js";
 import {
+  type AnySignedReceipt,
   type ChainVerification,
   type Ed25519Status,
   type IntegrityStatus,
   type LinkCheck,
   type ReceiptCheck,
-  type SignedReceipt,
-  SignedReceiptSchema,
+  safeParseSignedReceipt,
 } from "./schema.js";
 import { assertHmacKey, hashOfCanonical, hmacMatches, receiptHash, signingInput } from "./sign.js";
 
@@ -63,11 +71,11 @@ export interface VerifyChainOptions extends VerifyOptions {
    * The predecessor of the first receipt, when the chain is a slice that does not start at
    * the organization's genesis receipt. Without it the first receipt must be the genesis.
    */
-  anchor?: ReceiptAnchor | SignedReceipt;
+  anchor?: ReceiptAnchor | AnySignedReceipt;
 }
 
 /** The anchor (number and receiptHash) of a receipt, for verifying later slices from it. */
-export function receiptAnchor(signed: SignedReceipt): ReceiptAnchor {
+export function receiptAnchor(signed: AnySignedReceipt): ReceiptAnchor {
   return { receipt_number: signed.receipt_number, receipt_hash: receiptHash(signed) };
 }
 
@@ -85,8 +93,8 @@ export function receiptAnchor(signed: SignedReceipt): ReceiptAnchor {
  * Never throws; malformed input gives broken with a problem.
  */
 export function verifyReceiptLink(
-  receipt: SignedReceipt,
-  predecessor: SignedReceipt | ReceiptAnchor | null,
+  receipt: AnySignedReceipt,
+  predecessor: AnySignedReceipt | ReceiptAnchor | null,
 ): LinkCheck {
   return checkLink(receipt, predecessor, "the receipt", "its predecessor");
 }
@@ -96,8 +104,8 @@ export function verifyReceiptLink(
  * cannot be hashed); computed here when undefined. Ignored for an anchor, which carries its hash.
  */
 function checkLink(
-  receipt: SignedReceipt,
-  predecessor: SignedReceipt | ReceiptAnchor | null,
+  receipt: AnySignedReceipt,
+  predecessor: AnySignedReceipt | ReceiptAnchor | null,
   fallbackName: string,
   fallbackPredecessorName: string,
   predecessorHash?: string | null,
@@ -135,7 +143,7 @@ function checkLink(
     if (typeof anchorHash !== "string") return broken(`the anchor of ${name} has a malformed receipt hash`);
     expectedHash = anchorHash;
   } else {
-    if (predecessor.organization !== (receipt as SignedReceipt).organization) {
+    if (predecessor.organization !== (receipt as AnySignedReceipt).organization) {
       return broken(`${name} and ${predecessorName} belong to different organizations`);
     }
     const hash = predecessorHash === undefined ? hashOf(predecessor) : predecessorHash;
@@ -175,8 +183,8 @@ function checkLink(
  * @throws RangeError when `hmacKey` is shorter than 32 bytes.
  */
 export function verifyReceipt(
-  receipt: SignedReceipt,
-  predecessor: SignedReceipt | ReceiptAnchor | null,
+  receipt: AnySignedReceipt,
+  predecessor: AnySignedReceipt | ReceiptAnchor | null,
   opts: VerifyOptions = {},
 ): ReceiptCheck {
   return checkReceipt(receipt, predecessor, opts, keyMap(opts.publicKeys), "the receipt").check;
@@ -199,12 +207,12 @@ export function verifyReceipt(
  * @throws RangeError when `hmacKey` is shorter than 32 bytes.
  */
 export function verifyReceiptChain(
-  receipts: readonly SignedReceipt[],
+  receipts: readonly AnySignedReceipt[],
   opts: VerifyChainOptions = {},
 ): ChainVerification {
   const keys = keyMap(opts.publicKeys);
   const checks: ReceiptCheck[] = [];
-  let predecessor: SignedReceipt | ReceiptAnchor | null = opts.anchor ?? null;
+  let predecessor: AnySignedReceipt | ReceiptAnchor | null = opts.anchor ?? null;
   // Each receipt is serialized once: its hash is the next receipt's expected previous hash.
   let predecessorHash: string | null | undefined;
   receipts.forEach((receipt, index) => {
@@ -244,8 +252,8 @@ export function verifyReceiptChain(
  * when it is not an object), for the link of the next one.
  */
 function checkReceipt(
-  receipt: SignedReceipt,
-  predecessor: SignedReceipt | ReceiptAnchor | null,
+  receipt: AnySignedReceipt,
+  predecessor: AnySignedReceipt | ReceiptAnchor | null,
   opts: VerifyOptions,
   keys: ReadonlyMap<string, KeyObject> | null,
   fallbackName: string,
@@ -254,12 +262,13 @@ function checkReceipt(
 ): { check: ReceiptCheck; hash: string | null | undefined } {
   const name = labelOf(receipt, fallbackName);
   const problems: string[] = [];
-  const parsed = SignedReceiptSchema.safeParse(receipt);
+  const { format, result: parsed } = safeParseSignedReceipt(receipt);
   if (!parsed.success) {
     const issues = parsed.error.issues
       .slice(0, 3)
       .map((issue) => `${issue.path.join(".") || "(root)"}: ${issue.message}`);
-    problems.push(`${name} does not match the receipt schema (${issues.join("; ")})`);
+    const schema = format === "event_chain" ? "the receipt schema" : "the pre-event-chain receipt schema";
+    problems.push(`${name} does not match ${schema} (${issues.join("; ")})`);
   }
 
   const texts = isObject(receipt) ? canonicalTexts(receipt) : undefined;
@@ -281,6 +290,7 @@ function checkReceipt(
     receipt_id: typeof object.receipt_id === "string" ? object.receipt_id : null,
     receipt_number: typeof object.receipt_number === "string" ? object.receipt_number : null,
     sequence: sequenceOf(receipt),
+    receipt_format: format,
     well_formed: parsed.success,
     integrity: { status: integrity },
     ed25519,
@@ -297,7 +307,10 @@ function checkReceipt(
  * signingInput(receipt) and canonicalJson(receipt), each null when it cannot be computed
  * (non-JSON values), serialized together when both can be.
  */
-function canonicalTexts(receipt: SignedReceipt): { signingInput: string | null; canonical: string | null } {
+function canonicalTexts(receipt: AnySignedReceipt): {
+  signingInput: string | null;
+  canonical: string | null;
+} {
   try {
     const { full, without } = canonicalJsonWithout(receipt, SIGNATURE_FIELDS);
     return { signingInput: without, canonical: full };
@@ -321,12 +334,12 @@ function attempt(compute: () => string): string | null {
   }
 }
 
-function hashOf(receipt: SignedReceipt): string | null {
+function hashOf(receipt: AnySignedReceipt): string | null {
   return attempt(() => receiptHash(receipt));
 }
 
 function integrityOf(
-  receipt: SignedReceipt,
+  receipt: AnySignedReceipt,
   hmacKey: Buffer | undefined,
   input: string | null,
 ): IntegrityStatus {
@@ -337,7 +350,7 @@ function integrityOf(
 }
 
 function ed25519Of(
-  receipt: SignedReceipt,
+  receipt: AnySignedReceipt,
   keys: ReadonlyMap<string, KeyObject> | null,
   input: string | null,
 ): { status: Ed25519Status; kid: string | null } {
@@ -368,7 +381,7 @@ function keyMap(keys: PublicKeySet | undefined): ReadonlyMap<string, KeyObject> 
 }
 
 function duplicates(
-  receipts: readonly SignedReceipt[],
+  receipts: readonly AnySignedReceipt[],
   field: "receipt_id" | "chain_id",
   checks: readonly ReceiptCheck[],
 ): string[] {
@@ -404,6 +417,6 @@ function range(from: number, to: number): string {
   return from === to ? ` ${from}` : `s ${from}–${to}`;
 }
 
-function isObject(value: unknown): value is Record<string, unknown> & SignedReceipt {
+function isObject(value: unknown): value is Record<string, unknown> & AnySignedReceipt {
   return typeof value === "object" && value !== null && !Array.isArray(value);
 }

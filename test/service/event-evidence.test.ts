@@ -6,16 +6,31 @@
  * checkpoints) AND by the offline `tollgate verify` on a fresh export, which name what changed.
  * An untouched organization verifies valid everywhere; GET /v1/chains/{id} and the dashboard
  * chain page say whether the stored events match their receipt.
+ *
+ * Receipts issued before the event hash chain (signed here exactly as the service did before
+ * 793c0af) still verify — signature, links, numbers — with their events and approvals
+ * not_evaluated, in a log that continues with new receipts; a new receipt stripped of its
+ * event_chain does not. A chain completed while an approval's timeout was only applied on read
+ * (unsigned, its job not run yet) gets a receipt whose approvals all verify.
  */
+import { randomUUID } from "node:crypto";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type Io, main } from "../../src/cli/main.js";
 import type { ExportReport } from "../../src/cli/verify-export.js";
+import { canonicalJson } from "../../src/receipts/canonical.js";
+import { ed25519Sign } from "../../src/receipts/ed25519.js";
+import { formatReceiptNumber } from "../../src/receipts/number.js";
+import { PreEventChainReceiptBodySchema } from "../../src/receipts/schema.js";
+import { hmacSignature, receiptHash, signingInput } from "../../src/receipts/sign.js";
+import { approvalStatus } from "../../src/service/domain/approvals.js";
+import { cumulativeMetrics, getChain } from "../../src/service/domain/chains.js";
+import { orgById } from "../../src/service/domain/orgs.js";
 import { get, sessionFor } from "../browser/support/dashboard.js";
 import { startTestService, type TestService } from "../support/service.js";
-import { assertNoProofMaterial, decide, type Org, sql } from "./verification-helpers.js";
+import { assertNoProofMaterial, decide, type Org, pendingApproval, sql } from "./verification-helpers.js";
 
 let t: TestService;
 let dir: string;
@@ -71,7 +86,11 @@ async function record(org: Org, chainId: string, action: Record<string, unknown>
   return r.json();
 }
 
-async function simpleChain(org: Org, name: string): Promise<Completed> {
+async function simpleChain(
+  org: Org,
+  name: string,
+  finish: (org: Org, chainId: string) => Promise<Completed> = complete,
+): Promise<Completed> {
   const c = await t.call("POST", "/v1/chains", { token: org.clientKey, body: { name } });
   const chainId = c.json().chain_id as string;
   await record(org, chainId, {
@@ -80,10 +99,11 @@ async function simpleChain(org: Org, name: string): Promise<Completed> {
     action_name: "read_file",
     payload: { path: "/x" },
   });
-  return complete(org, chainId);
+  return finish(org, chainId);
 }
 
-async function scenario(slug: string): Promise<Scenario> {
+/** An organization whose policy denies read_secret_store (the rich chain's third action). */
+async function orgWithPolicy(slug: string): Promise<Org> {
   const org = await t.bootstrapOrg(slug);
   const policy = await t.call("PUT", `/v1/admin/organizations/${slug}/policies/secrets`, {
     token: t.adminToken,
@@ -101,7 +121,11 @@ async function scenario(slug: string): Promise<Scenario> {
     },
   });
   expect(policy.statusCode, policy.body).toBeLessThan(300);
-  const first = await simpleChain(org, "first");
+  return org;
+}
+
+/** Records the rich chain (not completed): an action with an outcome, an approved payment, a denied action. */
+async function richChain(org: Org) {
   const c = await t.call("POST", "/v1/chains", { token: org.clientKey, body: { name: "rich" } });
   const chainId = c.json().chain_id as string;
   const read = await record(org, chainId, {
@@ -131,14 +155,25 @@ async function scenario(slug: string): Promise<Scenario> {
     payload: { path: "/vault/prod" },
   });
   expect(secret.policy_decision).toBe("deny");
-  const rich = await complete(org, chainId);
+  return {
+    chainId,
+    events: { read: read.event_id as string, pay: pay.event_id as string, secret: secret.event_id as string },
+    approvalId: pay.approval_id as string,
+  };
+}
+
+async function scenario(slug: string): Promise<Scenario> {
+  const org = await orgWithPolicy(slug);
+  const first = await simpleChain(org, "first");
+  const recorded = await richChain(org);
+  const rich = await complete(org, recorded.chainId);
   const last = await simpleChain(org, "last");
   return {
     org,
     receipts: [first, rich, last],
     rich,
-    events: { read: read.event_id, pay: pay.event_id, secret: secret.event_id },
-    approvalId: pay.approval_id,
+    events: recorded.events,
+    approvalId: recorded.approvalId,
   };
 }
 
@@ -654,5 +689,383 @@ describe("the dashboard chain page", () => {
     const gone = await get(t.service.app, `/dashboard/chains/${s.rich.chainId}`, viewer);
     expect(gone.statusCode).toBe(200);
     expect(gone.body).toContain("is missing: it was deleted");
+  });
+});
+
+// ---------------------------------------------------------------------------------------------
+// Receipts issued before the event hash chain (793c0af^), and a log that continues after it.
+
+/**
+ * Completes a chain the way the service did before the event hash chain (793c0af^:
+ * src/service/domain/receipts.ts): the same transaction, lock, numbering and links, a body of
+ * the old shape (no event_chain, no events_summary[].event_hash, approvals by requested_at)
+ * validated with the old schema and signed with the service's HMAC and receipt keys.
+ */
+async function completeAsBefore(org: Org, chainId: string): Promise<Completed> {
+  const ctx = t.service.ctx;
+  const signingKey = await ctx.keys.active("receipt");
+  return ctx.db.tx(async (q) => {
+    const chain = await getChain(q, org.orgId, chainId, true);
+    const nowMs = Math.max(t.clock.nowMs(), new Date(chain.started_at).getTime());
+    const { rows: orgRows } = await q.query(
+      "SELECT receipt_seq, last_receipt_hash FROM organizations WHERE id = $1 FOR UPDATE",
+      [org.orgId],
+    );
+    const o = await orgById(q, org.orgId);
+    const { policyVersion } = await ctx.configs.get(q, o);
+    const sequence = Number(orgRows[0]!.receipt_seq) + 1;
+    const receiptId = randomUUID();
+    const ev = await q.query(
+      `SELECT id, sequence, agent_name, parent_agent_name, action_type, action_name, decision, exception_id, recorded_at, outcome
+       FROM chain_events WHERE chain_id = $1 ORDER BY sequence`,
+      [chainId],
+    );
+    const events = ev.rows.map((r) => ({
+      sequence: r.sequence,
+      event_id: r.id,
+      agent_name: r.agent_name,
+      parent_agent_name: r.parent_agent_name,
+      action_type: r.action_type,
+      action_name: r.action_name,
+      policy_decision: r.decision.policy_decision,
+      decision_source: r.decision.decision_source,
+      policy_name: r.decision.policy_name ?? null,
+      exception_id: r.exception_id,
+      recorded_at: new Date(r.recorded_at).toISOString(),
+      outcome: r.outcome ?? null,
+    }));
+    const ap = await q.query(
+      `SELECT a.id, a.event_id, a.status, a.decided_by, a.notes, a.decided_at, a.exception_id,
+         e.duration, e.expires_at AS exception_expires_at, ev.agent_name, ev.action_type, ev.action_name
+       FROM approvals a JOIN chain_events ev ON ev.id = a.event_id LEFT JOIN exceptions e ON e.id = a.exception_id
+       WHERE a.chain_id = $1 AND a.status <> 'pending' ORDER BY a.requested_at`,
+      [chainId],
+    );
+    const approvals = ap.rows.map((r) => ({
+      approval_id: r.id,
+      action_event_id: r.event_id,
+      agent_name: r.agent_name,
+      action_type: r.action_type,
+      action_name: r.action_name,
+      decision: r.status,
+      decided_by: r.decided_by,
+      notes: r.notes,
+      decided_at: new Date(r.decided_at).toISOString(),
+      exception: r.exception_id
+        ? {
+            exception_id: r.exception_id,
+            duration: r.duration,
+            expires_at: new Date(r.exception_expires_at).toISOString(),
+          }
+        : null,
+    }));
+    const receiptNumber = formatReceiptNumber(new Date(nowMs).getUTCFullYear(), sequence);
+    // the old signReceipt: parse with the (old) body schema, sign the canonical JSON
+    const body = PreEventChainReceiptBodySchema.parse({
+      receipt_id: receiptId,
+      receipt_number: receiptNumber,
+      chain_id: chainId,
+      organization: o.slug,
+      chain_name: chain.name,
+      environment: chain.environment,
+      metadata: chain.metadata,
+      status: "completed",
+      failure: null,
+      summary: `Chain "${chain.name}" completed; ${events.length} actions; ${approvals.length} approval decisions.`,
+      started_at: new Date(chain.started_at).toISOString(),
+      completed_at: new Date(nowMs).toISOString(),
+      agents_involved: [...new Set(events.map((e) => e.agent_name))].sort(),
+      total_actions: events.length,
+      cumulative_metrics: cumulativeMetrics(chain),
+      approvals,
+      events_summary: events,
+      policy_version: policyVersion,
+      previous_receipt_hash: orgRows[0]!.last_receipt_hash ?? null,
+    });
+    const signed = {
+      ...body,
+      signature: hmacSignature(body, ctx.receiptHmacKey),
+      ed25519: { kid: signingKey.kid, signature: ed25519Sign(signingInput(body), signingKey.privateKey) },
+    };
+    const hash = receiptHash(signed);
+    await q.query(
+      `INSERT INTO receipts (id, org_id, chain_id, sequence, receipt_number, body, receipt_hash, created_at)
+       VALUES ($1,$2,$3,$4,$5,$6,$7,$8)`,
+      [receiptId, org.orgId, chainId, sequence, receiptNumber, canonicalJson(signed), hash, new Date(nowMs)],
+    );
+    await q.query("UPDATE organizations SET receipt_seq = $2, last_receipt_hash = $3 WHERE id = $1", [
+      org.orgId,
+      sequence,
+      hash,
+    ]);
+    await q.query(
+      "UPDATE chains SET status = 'completed', completed_at = $2, receipt_id = $3 WHERE id = $1",
+      [chainId, new Date(nowMs), receiptId],
+    );
+    return { chainId, receiptId, receiptNumber, checkpoint: {} };
+  });
+}
+
+/** PR-1 (the rich chain) and PR-2 issued before the upgrade, PR-3 and PR-4 after it. */
+interface MixedScenario {
+  org: Org;
+  receipts: Completed[];
+  old: Completed;
+  recorded: Awaited<ReturnType<typeof richChain>>;
+}
+
+async function mixedScenario(slug: string): Promise<MixedScenario> {
+  const org = await orgWithPolicy(slug);
+  const recorded = await richChain(org);
+  const old = await completeAsBefore(org, recorded.chainId);
+  const second = await simpleChain(org, "second", completeAsBefore);
+  const third = await simpleChain(org, "third");
+  const fourth = await simpleChain(org, "fourth");
+  return { org, receipts: [old, second, third, fourth], old, recorded };
+}
+
+/** Reads a stored receipt body, lets `edit` change it, and stores it back with a matching receipt_hash. */
+async function restore(receiptId: string, edit: (body: Record<string, unknown>) => void) {
+  const { rows } = await sql(t, "SELECT body FROM receipts WHERE id = $1", [receiptId]);
+  const body = JSON.parse(rows[0]!.body as string) as Record<string, unknown>;
+  edit(body);
+  const res = await sql(t, "UPDATE receipts SET body = $2, receipt_hash = $3 WHERE id = $1", [
+    receiptId,
+    canonicalJson(body),
+    receiptHash(body as never),
+  ]);
+  expect(res.rowCount).toBe(1);
+}
+
+describe("receipts issued before the event hash chain", () => {
+  it("verify as before (signature, links, numbers) with events and approvals not_evaluated, and the log continues valid", async () => {
+    const s = await mixedScenario("ev-upgrade");
+    expect(s.receipts.map((r) => r.receiptNumber)).toEqual(
+      [1, 2, 3, 4].map((n) => formatReceiptNumber(2026, n)),
+    );
+    const stored = (
+      await t.call("GET", `/v1/receipts/${s.old.receiptId}`, { token: s.org.clientKey })
+    ).json();
+    expect(stored).not.toHaveProperty("event_chain");
+    expect(stored.events_summary[0]).not.toHaveProperty("event_hash");
+    expect(stored.approvals).toHaveLength(1);
+
+    const views = [];
+    for (const r of s.receipts) views.push(await v2(s.org, r.receiptId));
+    expect(
+      views.map((v) => [
+        v.receipt_format,
+        v.overall_status,
+        v.chain.status,
+        v.events.status,
+        v.approvals.status,
+      ]),
+    ).toEqual([
+      ["pre_event_chain", "valid", "genesis", "not_evaluated", "not_evaluated"],
+      ["pre_event_chain", "valid", "valid", "not_evaluated", "not_evaluated"],
+      ["event_chain", "valid", "valid", "valid", "valid"],
+      ["event_chain", "valid", "valid", "valid", "valid"],
+    ]);
+    expect(views[0]).toMatchObject({
+      integrity: { status: "valid" },
+      signature: { status: "valid", key_status: "trusted" },
+      events: { event_count: 3, mismatched_sequences: [] },
+      approvals: { approval_count: 1, mismatched_approval_ids: [] },
+      problems: [],
+    });
+    expect(views[2]!.chain.predecessor_receipt_number).toBe(s.receipts[1]!.receiptNumber);
+
+    // the legacy and public views follow overall_status
+    const legacy = await t.call("GET", `/v1/receipts/${s.old.receiptId}/verify`, { token: s.org.clientKey });
+    expect(legacy.json()).toMatchObject({ valid: true, signature_valid: true, chain_valid: true });
+
+    const chain = (await t.call("GET", `/v1/chains/${s.old.chainId}`, { token: s.org.clientKey })).json();
+    expect(chain.evidence).toMatchObject({
+      status: "valid",
+      receipt_format: "pre_event_chain",
+      events: { status: "not_evaluated", event_count: 3 },
+      approvals: { status: "not_evaluated", approval_count: 1 },
+      problems: [],
+    });
+
+    const { code, report, text } = await cli(s.org, ["--checkpoint", write(s.receipts[3]!.checkpoint)]);
+    expect(code, text).toBe(0);
+    expect(report).toMatchObject({
+      overall_status: "valid",
+      pre_event_chain_receipt_count: 2,
+      event_count: 6,
+    });
+    expect(
+      report.receipts.map((x) => [
+        x.receipt_format,
+        x.overall_status,
+        x.signature,
+        x.link,
+        x.events,
+        x.approvals,
+      ]),
+    ).toEqual([
+      ["pre_event_chain", "valid", "valid", "genesis", "not_evaluated", "not_evaluated"],
+      ["pre_event_chain", "valid", "valid", "valid", "not_evaluated", "not_evaluated"],
+      ["event_chain", "valid", "valid", "valid", "valid", "valid"],
+      ["event_chain", "valid", "valid", "valid", "valid", "valid"],
+    ]);
+    expect(report.checkpoint).toMatchObject({ signature: "valid", log: "extended" });
+    expect(text).toContain("2 receipts issued before the event hash chain");
+
+    await t.call("PUT", "/v1/admin/organizations/ev-upgrade/members/uma@ev.test", {
+      token: t.adminToken,
+      body: { roles: ["member"] },
+    });
+    const viewer = await sessionFor(t.service.ctx.db, t.clock, "uma@ev.test", "ev-upgrade");
+    const page = await get(t.service.app, `/dashboard/chains/${s.old.chainId}`, viewer);
+    expect(page.statusCode).toBe(200);
+    expect(
+      page.body.match(/not covered: this receipt was issued before events were hash-linked/g),
+    ).toHaveLength(2);
+    expect(page.body).toMatch(/<dt>Overall \(v2\)<\/dt><dd><span class="badge b-ok">valid<\/span>/);
+    expect(page.body).not.toContain("Does not match the receipt");
+    expect(page.body).not.toContain('data-evidence="mismatch"');
+  });
+
+  it("an old receipt edited or deleted in the database is still caught, as before", async () => {
+    const edited = await mixedScenario("ev-upgrade-edit");
+    await sql(
+      t,
+      `UPDATE receipts SET body = replace(body, '"chain_name":"second"', '"chain_name":"payroll"') WHERE id = $1`,
+      [edited.receipts[1]!.receiptId],
+    );
+    expect(await v2(edited.org, edited.receipts[1]!.receiptId)).toMatchObject({
+      receipt_format: "pre_event_chain",
+      overall_status: "invalid",
+      integrity: { status: "invalid" },
+      signature: { status: "invalid" },
+    });
+    expect(await v2(edited.org, edited.receipts[2]!.receiptId)).toMatchObject({
+      overall_status: "invalid",
+      chain: { status: "broken" },
+    });
+    const e = await cli(edited.org);
+    expect(e.code).toBe(1);
+    expect(e.report.receipts.map((x) => [x.signature, x.link])).toEqual([
+      ["valid", "genesis"],
+      ["invalid", "valid"],
+      ["valid", "broken"],
+      ["valid", "valid"],
+    ]);
+
+    const deleted = await mixedScenario("ev-upgrade-delete");
+    await sql(t, "DELETE FROM receipts WHERE id = $1", [deleted.receipts[1]!.receiptId]);
+    expect(await v2(deleted.org, deleted.receipts[2]!.receiptId)).toMatchObject({
+      overall_status: "invalid",
+      chain: { status: "gap" },
+    });
+  });
+
+  it("a new receipt with event_chain removed and re-stored does not verify: its signatures cover it", async () => {
+    const s = await mixedScenario("ev-upgrade-strip");
+    const [, , third, fourth] = s.receipts as [Completed, Completed, Completed, Completed];
+    // PR-3 made to look exactly like an old receipt: event_chain and every event_hash removed
+    await restore(third.receiptId, (body) => {
+      delete body.event_chain;
+      for (const item of body.events_summary as Array<Record<string, unknown>>) delete item.event_hash;
+    });
+    // PR-4 with only event_chain removed
+    await restore(fourth.receiptId, (body) => {
+      delete body.event_chain;
+    });
+    const v3 = await v2(s.org, third.receiptId);
+    expect(v3).toMatchObject({
+      receipt_format: "pre_event_chain",
+      overall_status: "invalid",
+      integrity: { status: "invalid" },
+      signature: { status: "invalid" },
+    });
+    expect(v3.problems.join(" ")).toContain("its signature does not match its contents");
+    // (its schema problem names the field paths, so not through v2(), which forbids the word events_summary)
+    const raw4 = await t.call("GET", `/v1/verification/v2/receipts/${fourth.receiptId}`, {
+      token: s.org.adminKey,
+    });
+    expect(raw4.body).not.toMatch(/sha256:[0-9a-f]{8}|[A-Za-z0-9_-]{85}[AQgw]/);
+    const v4 = raw4.json();
+    expect(v4).toMatchObject({
+      overall_status: "invalid",
+      integrity: { status: "invalid" },
+      chain: { status: "broken" },
+    });
+    expect(v4.problems.join(" ")).toContain("does not match the pre-event-chain receipt schema");
+    const chain = (await t.call("GET", `/v1/chains/${third.chainId}`, { token: s.org.clientKey })).json();
+    expect(chain.evidence.status).toBe("invalid");
+
+    const { code, report } = await cli(s.org);
+    expect(code).toBe(1);
+    expect(report.receipts.map((x) => [x.overall_status, x.signature, x.link])).toEqual([
+      ["valid", "valid", "genesis"],
+      ["valid", "valid", "valid"],
+      ["invalid", "invalid", "valid"],
+      ["invalid", "invalid", "broken"],
+    ]);
+  });
+});
+
+// ---------------------------------------------------------------------------------------------
+// Every approval a receipt commits to is signed by the time the receipt is built. Last in the
+// file: it moves the clock past the approval timeout.
+
+describe("approvals resolved without a signature before completion", () => {
+  it("are signed in the completion transaction, so the receipt's approvals verify before any job runs", async () => {
+    const org = await t.bootstrapOrg("ev-unsigned");
+    // a timeout applied on read by a caller without keys; its durable job has not run
+    const late = await pendingApproval(t, org);
+    t.clock.advance(25 * 3600_000);
+    const read = await approvalStatus(t.service.ctx.db, {
+      orgId: org.orgId,
+      chainId: late.chainId,
+      clock: t.clock,
+    });
+    expect(read.approval?.status).toBe("timed_out");
+    // a resolution recorded before approvals were signed, on a chain still open
+    const older = await pendingApproval(t, org);
+    await decide(t, org.adminKey, older.approvalId, { decision: "approve", notes: "ok" });
+    await sql(
+      t,
+      "UPDATE approvals SET signature = NULL, signed_payload = NULL, signing_kid = NULL WHERE id = $1",
+      [older.approvalId],
+    );
+    const unsigned = await sql(
+      t,
+      "SELECT id FROM approvals WHERE id = ANY($1::uuid[]) AND signature IS NULL",
+      [[late.approvalId, older.approvalId]],
+    );
+    expect(unsigned.rowCount).toBe(2);
+
+    const receipts = [await complete(org, late.chainId), await complete(org, older.chainId)];
+    for (const [r, approvalId, decision] of [
+      [receipts[0]!, late.approvalId, "timed_out"],
+      [receipts[1]!, older.approvalId, "approved"],
+    ] as const) {
+      const v = await v2(org, r.receiptId);
+      expect(v, r.receiptNumber).toMatchObject({
+        overall_status: "valid",
+        events: { status: "valid" },
+        approvals: { status: "valid", approval_count: 1, mismatched_approval_ids: [] },
+        problems: [],
+      });
+      const a = await t.call("GET", `/v1/verification/v2/approvals/${approvalId}`, { token: org.adminKey });
+      expect(a.json()).toMatchObject({
+        status: decision,
+        overall_status: "valid",
+        signature: { status: "valid" },
+      });
+    }
+    const { code, report } = await cli(org);
+    expect(code, JSON.stringify(report.problems)).toBe(0);
+
+    // the timeout job that runs later changes nothing
+    const before = await sql(t, "SELECT signature FROM approvals WHERE id = $1", [late.approvalId]);
+    await t.runJobs();
+    const after = await sql(t, "SELECT signature FROM approvals WHERE id = $1", [late.approvalId]);
+    expect(after.rows[0]!.signature).toBe(before.rows[0]!.signature);
+    expect((await v2(org, receipts[0]!.receiptId)).overall_status).toBe("valid");
   });
 });

@@ -122,3 +122,26 @@ export async function signApprovalResolution(
     key.kid,
   ]);
 }
+
+/**
+ * Signs, with `key` (purpose "approval"), every resolved approval of the chain that carries no
+ * attestation yet — a timeout applied on read by a caller without keys and not yet re-signed by
+ * its durable job, or a resolution recorded before approvals were signed — and returns their
+ * ids. Called by chain completion in its transaction, before the receipt is built, so every
+ * approval record a receipt commits to is signed (an unsigned record never verifies). Locks the
+ * rows it signs. Fetch the key (SigningKeys.active) BEFORE opening the transaction.
+ */
+export async function signUnsignedResolutions(
+  q: Queryable,
+  chainId: string,
+  key: SigningKey,
+): Promise<string[]> {
+  const { rows } = await q.query<{ id: string }>(
+    `SELECT id FROM approvals WHERE chain_id = $1 AND status <> 'pending'
+       AND (signature IS NULL OR signed_payload IS NULL OR signing_kid IS NULL)
+     ORDER BY requested_at, id FOR UPDATE`,
+    [chainId],
+  );
+  for (const { id } of rows) await signApprovalResolution(q, id, key);
+  return rows.map((r) => r.id);
+}

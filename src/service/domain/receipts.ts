@@ -6,8 +6,11 @@
  *
  * The chain's events are hash-linked here, not when they are recorded (docs/adr/0007): by now
  * every event's final decision and outcome are known, and the receipt commits to each event's
- * hash and to the head of the chain (src/receipts/event-chain.ts). Each completion also returns
- * a signed checkpoint of the organization's log (src/receipts/checkpoint.ts).
+ * hash and to the head of the chain (src/receipts/event-chain.ts). Every approval the receipt
+ * lists is signed by then: pending ones are cancelled and signed, and resolutions still without
+ * an attestation (a timeout applied on read without keys, whose job has not run yet) are signed
+ * in the same transaction. Each completion also returns a signed checkpoint of the
+ * organization's log (src/receipts/checkpoint.ts).
  */
 import { randomUUID } from "node:crypto";
 import { z } from "zod";
@@ -21,6 +24,7 @@ import { receiptHash, signReceipt } from "../../receipts/sign.js";
 import type { Clock } from "../clock.js";
 import type { Database, Queryable } from "../db/pool.js";
 import { conflict, notFound } from "../errors.js";
+import { signUnsignedResolutions } from "./approval-attestation.js";
 import { cancelPendingApprovals } from "./approvals.js";
 import { type ChainRow, cumulativeMetrics, getChain } from "./chains.js";
 import { loadEventRecords } from "./event-evidence.js";
@@ -86,6 +90,8 @@ export async function completeChain(
     }
     const nowMs = Math.max(opts.clock.nowMs(), new Date(chain.started_at).getTime());
     await cancelPendingApprovals(q, chain.id, nowMs, approvalKey);
+    // The receipt commits to the chain's approval records: none may be left unsigned.
+    await signUnsignedResolutions(q, chain.id, approvalKey);
     const given = opts.body.failure ?? null;
     // A failure message may quote whatever the agent held: the payload's secret rules apply.
     const failure = given && { mode: redactText(given.mode), message: redactText(given.message) };

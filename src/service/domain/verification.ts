@@ -9,7 +9,10 @@
  * receipt's Ed25519 attestation against the service's receipt keys; events = the chain's stored
  * events recomputed into the event hash chain the receipt committed to (src/receipts/
  * event-chain.ts); approvals = the chain's stored approvals against the receipt's approvals
- * and their own Ed25519 attestations (src/receipts/approval-record.ts).
+ * and their own Ed25519 attestations (src/receipts/approval-record.ts). A receipt issued before
+ * the event hash chain (no `event_chain`) gets the same integrity, link and signature checks;
+ * its events and approvals, to which it never committed, are not_evaluated, which does not
+ * make it invalid (src/receipts/evidence.ts).
  *
  * Checkpoints: the signature of a checkpoint the caller kept, and whether the stored log still
  * extends it (src/receipts/checkpoint.ts): tail truncation shows here.
@@ -24,7 +27,6 @@
  */
 import { createPublicKey, type KeyObject } from "node:crypto";
 import { hasSensitivePrefix } from "../../policy/sanitize.js";
-import { type ApprovalRecordsCheck, verifyApprovalRecords } from "../../receipts/approval-record.js";
 import {
   type Checkpoint,
   type CheckpointLogStatus,
@@ -33,9 +35,15 @@ import {
   verifyCheckpointSignature,
 } from "../../receipts/checkpoint.js";
 import { ed25519Verify } from "../../receipts/ed25519.js";
-import { type EventChainCheck, verifyEventChain } from "../../receipts/event-chain.js";
+import {
+  type ApprovalsEvidence,
+  type EventsEvidence,
+  evidencePasses,
+  type ReceiptEvidenceCheck,
+  verifyReceiptEvidence,
+} from "../../receipts/evidence.js";
 import { parseReceiptNumber } from "../../receipts/number.js";
-import type { SignedReceipt } from "../../receipts/schema.js";
+import type { AnySignedReceipt, ReceiptFormat } from "../../receipts/schema.js";
 import { receiptHash } from "../../receipts/sign.js";
 import { verifyReceipt } from "../../receipts/verify.js";
 import type { Queryable } from "../db/pool.js";
@@ -103,7 +111,8 @@ export type KeyStatus = (typeof KeyStatus)[keyof typeof KeyStatus];
 /**
  * Whether the chain's stored events (or approvals) match what its receipt committed to: valid;
  * invalid (an event or approval was altered, deleted, inserted or reordered, named in
- * problems); not_evaluated (the receipt body cannot be read).
+ * problems); not_evaluated (the receipt was issued before the event hash chain and committed
+ * to neither — not a failure — or its body cannot be read, which fails integrity).
  */
 export const EvidenceStatus = { valid: "valid", invalid: "invalid", not_evaluated: "not_evaluated" } as const;
 export type EvidenceStatus = (typeof EvidenceStatus)[keyof typeof EvidenceStatus];
@@ -145,6 +154,11 @@ export interface ReceiptVerification {
   chain_id: string;
   /** Position in the organization's receipt chain (1 = genesis). */
   sequence: number;
+  /**
+   * pre_event_chain: issued before the event hash chain, so `events` and `approvals` are
+   * not_evaluated; event_chain: commits to both; null when the body cannot be read.
+   */
+  receipt_format: ReceiptFormat | null;
   overall_status: "valid" | "invalid";
   integrity: { status: "valid" | "invalid" };
   chain: { status: ChainStatus; predecessor_receipt_number: string | null };
@@ -243,7 +257,7 @@ const anchors = () => ({
   blockchain_anchor: { status: AnchorStatus.not_configured },
 });
 
-function parseBody(text: string): SignedReceipt | null {
+function parseBody(text: string): AnySignedReceipt | null {
   try {
     const value = JSON.parse(text);
     return typeof value === "object" && value !== null && !Array.isArray(value) ? value : null;
@@ -268,7 +282,8 @@ export async function findReceiptRow(
 /**
  * Server-attested verification of one stored receipt of an organization: integrity, link,
  * Ed25519 signature, and whether its chain's stored events and approvals still match it
- * (`events`, `approvals`; issue 18 §2). overall_status is valid only when all of them are.
+ * (`events`, `approvals`; issue 18 §2). overall_status is valid only when all of them are, a
+ * pre-event-chain receipt's not_evaluated events and approvals excepted (`evidencePasses`).
  * @throws ApiError 404 when the receipt does not exist in the organization.
  */
 export async function verifyStoredReceipt(
@@ -298,6 +313,7 @@ export async function verifyStoredReceipt(
   if (!receipt) {
     return {
       ...base,
+      receipt_format: null,
       overall_status: "invalid",
       integrity: { status: "invalid" },
       chain: { status: "broken", predecessor_receipt_number: predRow?.receipt_number ?? null },
@@ -311,7 +327,7 @@ export async function verifyStoredReceipt(
   }
 
   const problems: string[] = [];
-  let predecessor: SignedReceipt | null = null;
+  let predecessor: AnySignedReceipt | null = null;
   let predecessorUnreadable = false;
   if (predRow) {
     predecessor = parseBody(predRow.body);
@@ -364,10 +380,10 @@ export async function verifyStoredReceipt(
     integrityValid &&
     (chainStatus === "valid" || chainStatus === "genesis") &&
     signature.status === "valid" &&
-    evidence.events.status === "valid" &&
-    evidence.approvals.status === "valid";
+    evidencePasses(evidence);
   return {
     ...base,
+    receipt_format: evidence.receipt_format,
     overall_status: valid ? "valid" : "invalid",
     integrity: { status: integrityValid ? "valid" : "invalid" },
     chain: { status: chainStatus, predecessor_receipt_number: predRow?.receipt_number ?? null },
@@ -383,30 +399,23 @@ export async function verifyStoredReceipt(
 /**
  * The chain's stored events and approvals checked against its receipt (the receipt's own
  * signatures are checked by the caller): the events recomputed into the event hash chain, the
- * approvals compared with the receipt and verified against every approval key the service has.
+ * approvals compared with the receipt and verified against every approval key the service has;
+ * both not_evaluated for a pre-event-chain receipt (src/receipts/evidence.ts).
  */
 async function checkEvidence(
   q: Queryable,
   chainId: string,
-  receipt: SignedReceipt,
+  receipt: AnySignedReceipt,
   name: string,
-): Promise<{ events: EventChainCheck; approvals: ApprovalRecordsCheck }> {
+): Promise<ReceiptEvidenceCheck> {
   const events = (await loadEventRecords(q, [chainId])).get(chainId) ?? [];
   const approvals = (await loadApprovalRecords(q, [chainId])).get(chainId) ?? [];
   const keys = await loadKeys(q, "approval");
   const approvalKeys = new Map([...keys].map(([kid, k]) => [kid, k.publicKey]));
-  return {
-    events: verifyEventChain(receipt, events, name),
-    approvals: verifyApprovalRecords(
-      { chain_id: receipt.chain_id, approvals: Array.isArray(receipt.approvals) ? receipt.approvals : [] },
-      approvals,
-      approvalKeys,
-      name,
-    ),
-  };
+  return verifyReceiptEvidence(receipt, { events, approvals }, approvalKeys, name);
 }
 
-function eventsView(check: EventChainCheck): EventsView {
+function eventsView(check: EventsEvidence): EventsView {
   const sequences = check.mismatches.map((m) => m.sequence).filter((s): s is number => s !== null);
   return {
     status: check.status,
@@ -415,7 +424,7 @@ function eventsView(check: EventChainCheck): EventsView {
   };
 }
 
-function approvalsView(check: ApprovalRecordsCheck): ApprovalsView {
+function approvalsView(check: ApprovalsEvidence): ApprovalsView {
   const ids = check.mismatches.map((m) => m.approval_id).filter((id): id is string => id !== null);
   return {
     status: check.status,
@@ -427,13 +436,15 @@ function approvalsView(check: ApprovalRecordsCheck): ApprovalsView {
 /**
  * What GET /v1/chains/{chain_id} and the dashboard chain page say about a chain's evidence:
  * `status` is the v2 overall_status of its receipt (so valid means the receipt verifies AND the
- * stored events and approvals match it), no_receipt before completion, invalid when the
- * receipt the chain names is gone.
+ * stored events and approvals match it, or, for a pre-event-chain receipt, are not_evaluated),
+ * no_receipt before completion, invalid when the receipt the chain names is gone.
  */
 export interface ChainEvidence {
   status: "valid" | "invalid" | "no_receipt";
   receipt_id: string | null;
   receipt_number: string | null;
+  /** As in ReceiptVerification; null without a readable receipt. */
+  receipt_format: ReceiptFormat | null;
   events: EventsView | null;
   approvals: ApprovalsView | null;
   problems: string[];
@@ -449,6 +460,7 @@ export async function chainEvidence(
       status: "no_receipt",
       receipt_id: null,
       receipt_number: null,
+      receipt_format: null,
       events: null,
       approvals: null,
       problems: [],
@@ -468,6 +480,7 @@ export async function chainEvidence(
       status: "invalid",
       receipt_id: opts.receiptId,
       receipt_number: null,
+      receipt_format: null,
       events: null,
       approvals: null,
       problems: ["the chain's receipt is missing: it was deleted"],
@@ -481,6 +494,7 @@ export function evidenceOf(v: ReceiptVerification): ChainEvidence {
     status: v.overall_status,
     receipt_id: v.receipt_id,
     receipt_number: v.receipt_number,
+    receipt_format: v.receipt_format,
     events: v.events,
     approvals: v.approvals,
     problems: v.problems,

@@ -23,10 +23,16 @@ import {
   generateSigningKey,
   type SigningKey,
 } from "../../../src/receipts/ed25519.js";
-import type { SignedReceipt } from "../../../src/receipts/schema.js";
+import type { AnySignedReceipt, SignedReceipt } from "../../../src/receipts/schema.js";
 import { receiptHash, signReceipt } from "../../../src/receipts/sign.js";
 import { receiptAnchor } from "../../../src/receipts/verify.js";
-import { HMAC_KEY, makeApprovalRecord, makeBody, makeExportedEvents } from "../receipts/fixtures.js";
+import {
+  buildMixedChain,
+  HMAC_KEY,
+  makeApprovalRecord,
+  makeBody,
+  makeExportedEvents,
+} from "../receipts/fixtures.js";
 
 const bin = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../../../bin/tollgate.mjs");
 const key = generateSigningKey();
@@ -51,7 +57,7 @@ function chain(n: number, signer: SigningKey = key): SignedReceipt[] {
 
 /** An export of receipts[from-1 .. to-1] of `all`, attested by `signer`. */
 function makeExport(
-  all: SignedReceipt[],
+  all: AnySignedReceipt[],
   from = 1,
   to = all.length,
   signer: SigningKey = key,
@@ -263,6 +269,61 @@ describe("verifyExport: events and approvals", () => {
   });
 });
 
+describe("verifyExport: receipts issued before the event hash chain", () => {
+  /** PR-1, PR-2 without event_chain (issued before the upgrade), PR-3, PR-4 with it. */
+  const mixed = () => buildMixedChain(2, 2, { signingKey: key });
+
+  it("a log that starts with old receipts verifies end to end; their evidence is not_evaluated", () => {
+    const r = verifyExport(makeExport(mixed()), keys, "file", { approvalKeys: importJwks(approvalJwks) });
+    expect(r.problems).toEqual([]);
+    expect(r).toMatchObject({
+      overall_status: "valid",
+      event_count: 8,
+      approval_count: 4,
+      pre_event_chain_receipt_count: 2,
+    });
+    expect(
+      r.receipts.map((x) => [x.receipt_format, x.overall_status, x.signature, x.link, x.events, x.approvals]),
+    ).toEqual([
+      ["pre_event_chain", "valid", "valid", "genesis", "not_evaluated", "not_evaluated"],
+      ["pre_event_chain", "valid", "valid", "valid", "not_evaluated", "not_evaluated"],
+      ["event_chain", "valid", "valid", "valid", "valid", "valid"],
+      ["event_chain", "valid", "valid", "valid", "valid", "valid"],
+    ]);
+    // a slice anchored on an old receipt
+    expect(verifyExport(makeExport(mixed(), 3, 4), keys, "file").overall_status).toBe("valid");
+  });
+
+  it("an edited old receipt still fails its signature and breaks the next link", () => {
+    const e = clone(makeExport(mixed()));
+    (e.receipts[0] as { summary: string }).summary = "edited";
+    const r = verifyExport(e, keys, "file");
+    expect(r.overall_status).toBe("invalid");
+    expect(r.receipts.map((x) => [x.signature, x.link])).toEqual([
+      ["invalid", "genesis"],
+      ["valid", "broken"],
+      ["valid", "valid"],
+      ["valid", "valid"],
+    ]);
+  });
+
+  it("a new receipt stripped of event_chain (to hide its events) fails its signature", () => {
+    const e = clone(makeExport(mixed()));
+    const r3 = e.receipts[2] as Record<string, unknown> & { events_summary: Array<Record<string, unknown>> };
+    delete r3.event_chain;
+    for (const item of r3.events_summary) delete item.event_hash;
+    const r = verifyExport(e, keys, "file");
+    expect(r.overall_status).toBe("invalid");
+    expect(r.receipts[2]).toMatchObject({
+      receipt_format: "pre_event_chain",
+      overall_status: "invalid",
+      signature: "invalid",
+      events: "not_evaluated",
+    });
+    expect(r.receipts[3]!.link).toBe("broken");
+  });
+});
+
 describe("verifyExport: checkpoints", () => {
   const all = chain(5);
   const checkpointAt = (n: number, signer: SigningKey = key) =>
@@ -397,6 +458,21 @@ describe("tollgate main() in-process", () => {
     ]);
     expect(bad.code).toBe(2);
     expect(bad.stderr).toContain("not a Tollgate checkpoint");
+  });
+
+  it("says which receipts predate the event hash chain (exit 0)", async () => {
+    const r = await run([
+      "verify",
+      file("mixed.json", makeExport(buildMixedChain(1, 1, { signingKey: key }))),
+    ]);
+    expect(r.code, r.stdout).toBe(0);
+    expect(r.stdout).toContain(
+      "1 receipt issued before the event hash chain (events and approvals not evaluated)",
+    );
+    expect(r.stdout).toMatch(
+      /ok +PR-2026-00001 .*events not_evaluated +approvals not_evaluated\n +· issued before the event hash chain/,
+    );
+    expect(r.stdout).toContain("Result: VALID (2 receipts verified offline)");
   });
 
   it("--approval-jwks names the approval keys used", async () => {

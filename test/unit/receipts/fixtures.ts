@@ -8,8 +8,14 @@ import {
 import { ed25519Sign, type SigningKey } from "../../../src/receipts/ed25519.js";
 import { type EventRecord, type ExportedEvent, hashEventChain } from "../../../src/receipts/event-chain.js";
 import { formatReceiptNumber } from "../../../src/receipts/number.js";
-import type { ReceiptBody, ReceiptEvent, SignedReceipt } from "../../../src/receipts/schema.js";
-import { receiptHash, signReceipt } from "../../../src/receipts/sign.js";
+import type {
+  PreEventChainReceiptBody,
+  PreEventChainSignedReceipt,
+  ReceiptBody,
+  ReceiptEvent,
+  SignedReceipt,
+} from "../../../src/receipts/schema.js";
+import { hmacSignature, receiptHash, signingInput, signReceipt } from "../../../src/receipts/sign.js";
 
 /** The service's HMAC key in tests (32 bytes). */
 export const HMAC_KEY = Buffer.alloc(32, 7);
@@ -201,3 +207,66 @@ export function buildChain(
 
 /** A deep copy through JSON, as a receipt looks after export and import. */
 export const clone = <T>(value: T): T => JSON.parse(JSON.stringify(value)) as T;
+
+/**
+ * The body receipt `sequence` had before the event hash chain (793c0af^): makeBody without
+ * `event_chain` and without `events_summary[].event_hash`.
+ */
+export function makePreEventChainBody(
+  sequence = 1,
+  previousHash: string | null = null,
+): PreEventChainReceiptBody {
+  const { event_chain: _chain, events_summary, ...rest } = makeBody(sequence, previousHash);
+  return {
+    ...rest,
+    events_summary: events_summary.map(({ event_hash: _hash, ...event }) => event),
+  };
+}
+
+/**
+ * Signs a body the way the service did before the event hash chain: HMAC-SHA256 and Ed25519
+ * over the canonical JSON of the body as given (no schema of today's format involved).
+ */
+export function signAsBefore(
+  body: PreEventChainReceiptBody | Record<string, unknown>,
+  keys: { hmacKey?: Buffer; signingKey?: SigningKey } = {},
+): PreEventChainSignedReceipt {
+  const typed = body as PreEventChainReceiptBody;
+  const input = signingInput(typed);
+  return {
+    ...typed,
+    signature: hmacSignature(typed, keys.hmacKey ?? HMAC_KEY),
+    ed25519: keys.signingKey
+      ? { kid: keys.signingKey.kid, signature: ed25519Sign(input, keys.signingKey.privateKey) }
+      : null,
+  };
+}
+
+/**
+ * A log of `old` pre-event-chain receipts followed by `current` receipts that commit to their
+ * events, correctly linked and numbered 1..old+current (an organization's log across the upgrade).
+ */
+export function buildMixedChain(
+  old: number,
+  current: number,
+  keys: { hmacKey?: Buffer; signingKey?: SigningKey } = {},
+): Array<SignedReceipt | PreEventChainSignedReceipt> {
+  const hmacKey = keys.hmacKey ?? HMAC_KEY;
+  const ed25519 = keys.signingKey
+    ? { kid: keys.signingKey.kid, privateKey: keys.signingKey.privateKey }
+    : undefined;
+  const chain: Array<SignedReceipt | PreEventChainSignedReceipt> = [];
+  for (let sequence = 1; sequence <= old + current; sequence++) {
+    const previous = chain.at(-1);
+    const previousHash = previous ? receiptHash(previous) : null;
+    chain.push(
+      sequence <= old
+        ? signAsBefore(makePreEventChainBody(sequence, previousHash), {
+            hmacKey,
+            signingKey: keys.signingKey,
+          })
+        : signReceipt(makeBody(sequence, previousHash), { hmacKey, ed25519 }),
+    );
+  }
+  return chain;
+}

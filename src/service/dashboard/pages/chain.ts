@@ -3,7 +3,8 @@
  * time-boxed exception authorized which action), the approval decisions, and the receipt with
  * its v2 verification status (domain/verification.ts), including whether the stored events and
  * approvals still match the receipt: an event or approval that does not is marked where it is
- * shown.
+ * shown. A receipt issued before the event hash chain says that its events and approvals are
+ * not evaluated (it never committed to them), not that they fail.
  */
 import type { PolicyDecision } from "../../../policy/schema.js";
 import type { Queryable } from "../../db/pool.js";
@@ -132,6 +133,26 @@ ${
 </li>`;
 }
 
+/** Issued before events were hash-linked: the receipt commits to neither events nor approvals. */
+const PRE_EVENT_CHAIN_NOTE = "not covered: this receipt was issued before events were hash-linked";
+
+function eventsNote(v: ReceiptVerification): string {
+  const e = v.events;
+  if (v.receipt_format === "pre_event_chain") return PRE_EVENT_CHAIN_NOTE;
+  if (e.status === "valid") return `all ${e.event_count} match the receipt's event hash chain`;
+  if (e.status === "not_evaluated") return "cannot be checked: the receipt cannot be read";
+  const n = e.mismatched_sequences.length;
+  if (n === 0) return "do not match the receipt";
+  return `event${n === 1 ? "" : "s"} ${e.mismatched_sequences.map((s) => `#${s}`).join(", ")} do${n === 1 ? "es" : ""} not match the receipt`;
+}
+
+function approvalsNote(v: ReceiptVerification): string {
+  if (v.receipt_format === "pre_event_chain") return PRE_EVENT_CHAIN_NOTE;
+  if (v.approvals.status === "valid") return `${v.approvals.approval_count} signed and matching the receipt`;
+  if (v.approvals.status === "not_evaluated") return "cannot be checked: the receipt cannot be read";
+  return "do not match the receipt or their signatures";
+}
+
 function receiptBlock(r: ReceiptSection, chainStatus: string): SafeHtml {
   if (r.kind === "none") {
     return html`<p class="muted">${chainStatus === "completed" || chainStatus === "failed" ? "No receipt was found." : "The receipt is issued when the chain completes."}</p>`;
@@ -150,8 +171,8 @@ function receiptBlock(r: ReceiptSection, chainStatus: string): SafeHtml {
 <dt>Integrity</dt><dd>${badge(v.integrity.status, toneOf(v.integrity.status))}</dd>
 <dt>Receipt chain</dt><dd>${badge(v.chain.status, toneOf(v.chain.status))}${v.chain.predecessor_receipt_number ? html` <span class="small muted">after ${v.chain.predecessor_receipt_number}</span>` : ""}</dd>
 <dt>Ed25519 signature</dt><dd>${badge(v.signature.status, toneOf(v.signature.status))} <span class="small muted">key ${v.signature.key_status}</span></dd>
-<dt>Recorded events</dt><dd>${badge(v.events.status, toneOf(v.events.status))} <span class="small muted">${v.events.status === "valid" ? `all ${v.events.event_count} match the receipt's event hash chain` : v.events.mismatched_sequences.length > 0 ? `event${v.events.mismatched_sequences.length === 1 ? "" : "s"} ${v.events.mismatched_sequences.map((n) => `#${n}`).join(", ")} do${v.events.mismatched_sequences.length === 1 ? "es" : ""} not match the receipt` : "do not match the receipt"}</span></dd>
-<dt>Approval records</dt><dd>${badge(v.approvals.status, toneOf(v.approvals.status))} <span class="small muted">${v.approvals.status === "valid" ? `${v.approvals.approval_count} signed and matching the receipt` : "do not match the receipt or their signatures"}</span></dd>
+<dt>Recorded events</dt><dd>${badge(v.events.status, toneOf(v.events.status))} <span class="small muted">${eventsNote(v)}</span></dd>
+<dt>Approval records</dt><dd>${badge(v.approvals.status, toneOf(v.approvals.status))} <span class="small muted">${approvalsNote(v)}</span></dd>
 <dt>Verified</dt><dd>${formatTime(v.verified_at)} <span class="small muted">(server-attested)</span></dd>
 </dl>
 ${v.problems.length > 0 && html`<div class="notice bad"><ul>${v.problems.map((p) => html`<li>${p}</li>`)}</ul></div>`}`;
