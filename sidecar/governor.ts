@@ -202,15 +202,38 @@ export class Governor {
   /**
    * Withdraws the call of `chainId` with re-attach key `idempotencyKey` (or fingerprint of
    * `input`) that waits for approval: it is never forwarded, its callers get CANCELLED.
-   * Returns false when there is no such wait or its forward has started.
+   * Returns the id of the approval it waited for, or null when there is no such wait or its
+   * forward has started. The approval itself stays pending at the service: see withdrawApproval.
    */
-  withdraw(chainId: string, input: InvokeInput, idempotencyKey: string | null, reason: string): boolean {
+  withdraw(
+    chainId: string,
+    input: InvokeInput,
+    idempotencyKey: string | null,
+    reason: string,
+  ): string | null {
     const entry = this.#chains.get(chainId);
     const w = entry?.wait;
-    if (!entry || !w || w.key !== reattachKey(input, idempotencyKey)) return false;
+    if (!entry || !w || w.key !== reattachKey(input, idempotencyKey)) return null;
     const withdrawn = w.withdraw(new GatewayError(ErrorCode.CANCELLED, reason));
-    if (withdrawn) this.#release(entry, w);
-    return withdrawn;
+    if (!withdrawn) return null;
+    this.#release(entry, w);
+    return w.approvalId;
+  }
+
+  /**
+   * Withdraws a pending approval at the service (POST /v1/approvals/{id}/withdraw), so that no
+   * reviewer can decide a call nobody waits for any more. Best effort: a failure is logged (the
+   * approval then times out as usual; the call was withdrawn here either way).
+   */
+  async withdrawApproval(approvalId: string, reason: string): Promise<void> {
+    try {
+      await this.#client.withdrawApproval(approvalId, reason);
+    } catch (err) {
+      this.#log.warn(
+        { approval_id: approvalId, err: (err as Error).message },
+        "withdrawing the approval failed",
+      );
+    }
   }
 
   /** True while a call of `chainId` waits for a human. */

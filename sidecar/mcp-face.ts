@@ -24,8 +24,8 @@
  * - a task-augmented call (`params.task`) returns a task at once (status working, status message
  *   naming the approval and the review URL); tasks/get, tasks/result, tasks/list, tasks/cancel
  *   work (mcp-tasks.ts); the TTL covers the approval timeout plus the re-attach window;
- *   cancelling withdraws the call (never forwarded) and completes the session's chain so the
- *   service records the approval as cancelled (the session's next call opens a new chain);
+ *   cancelling withdraws the call (never forwarded) and its approval at the service (cancelled,
+ *   no longer decidable); the session's chain goes on;
  * - a client that declares URL-mode elicitation gets one `elicitation/create` (mode url) with
  *   the review URL, as information only: its answer changes nothing;
  * - a retried identical call (same tool, same arguments) joins the pending approval; any other
@@ -383,25 +383,19 @@ export class McpFace {
 
   /**
    * tasks/cancel: withdraws the call (never forwarded). When it waited for approval, the
-   * session's chain is completed (failure "cancelled") so that the service records the approval
-   * as cancelled; the session's next call opens a new chain.
+   * approval is withdrawn at the service too (POST /v1/approvals/{id}/withdraw: cancelled, no
+   * longer decidable) and the session's chain goes on.
    */
   async #cancelTask(taskId: string): Promise<void> {
     const running = this.#running.get(taskId);
     if (!running) return;
     const reason = "the MCP client cancelled the task";
-    const withdrawn =
-      running.chainId !== null &&
-      running.input !== null &&
-      this.#o.governor.withdraw(running.chainId, running.input, null, reason);
+    const approvalId =
+      running.chainId !== null && running.input !== null
+        ? this.#o.governor.withdraw(running.chainId, running.input, null, reason)
+        : null;
     running.controller.abort(new GatewayError(ErrorCode.CANCELLED, reason));
-    if (withdrawn) {
-      const session = running.session;
-      const chain = session.chainId;
-      session.chainId = null;
-      session.openedChainId = null;
-      await this.#completeChain({ chainId: chain }, { mode: "cancelled", message: reason });
-    }
+    if (approvalId) await this.#o.governor.withdrawApproval(approvalId, reason);
   }
 
   /** One governed tools/call; refusals become tool error results. */

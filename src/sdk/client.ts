@@ -355,6 +355,21 @@ export class ServiceClient {
     });
   }
 
+  /**
+   * POST /v1/approvals/{approval_id}/withdraw (beyond the spec): the caller gives up its own
+   * pending approval; it becomes `cancelled` and can no longer be decided, and the chain takes
+   * further actions. `reason` (≤ 500 characters) is recorded.
+   * @throws ServiceApiError 409 TG_ERR_APPROVAL_RESOLVED when it was already resolved; 404.
+   */
+  async withdrawApproval(approvalId: string, reason?: string, opts: CallOptions = {}): Promise<ApprovalView> {
+    return requestJson(this.#http, "POST", `/v1/approvals/${id(approvalId, "approvalId")}/withdraw`, {
+      route: "POST /v1/approvals/{approval_id}/withdraw",
+      body: reason ? { reason } : {},
+      signal: opts.signal,
+      schema: ApprovalViewSchema,
+    });
+  }
+
   /** POST /v1/chains/{chain_id}/complete → seals the chain and issues the receipt. */
   async completeChain(
     chainId: string,

@@ -254,7 +254,7 @@ describe("approval waits through the MCP face", () => {
     await client.close();
   });
 
-  it("tasks/cancel withdraws the waiting call: never forwarded, the approval is cancelled in the receipt", async () => {
+  it("tasks/cancel withdraws the waiting call and its approval: never forwarded, not decidable, the chain goes on", async () => {
     const { client, transport } = await connect("ts-cancel");
     const created = await client.request(
       {
@@ -266,8 +266,9 @@ describe("approval waits through the MCP face", () => {
     const pending = await nextPending();
     const cancelled = await client.experimental.tasks.cancelTask(created.task.taskId);
     expect(cancelled.status).toBe("cancelled");
-    const receipt = await waitForReceipt(s, pending.chain_id);
-    expect(receipt.status).toBe("failed"); // completed with failure mode "cancelled"
+    // Withdrawn at the service: cancelled, its event denied, the chain open for more actions.
+    const stored = await waitForApprovalStatus(s, pending.approval_id, "cancelled");
+    expect(stored.decided_by).toMatch(/^api-key:/);
     await s.decide(pending.approval_id, "approve").then(
       () => {
         throw new Error("a cancelled approval must not be decidable");
@@ -275,9 +276,18 @@ describe("approval waits through the MCP face", () => {
       () => undefined,
     );
     expect(await graphHas(client, "Withdrawn")).toBe(false);
-    // The session goes on with a new chain.
+    // The session goes on in the same chain.
     const next = await client.callTool({ name: "search_nodes", arguments: { query: "Ada" } });
     expect(next.isError).toBeFalsy();
+    const chain = await s.storedChain(pending.chain_id);
+    expect(chain.status).toBe("open");
+    expect(chain.events.map((e) => e.action_name)).toEqual(
+      expect.arrayContaining(["create_entities", "search_nodes"]),
+    );
+    expect(chain.events.find((e) => e.action_name === "create_entities")?.decision).toMatchObject({
+      policy_decision: "deny",
+      decision_reason: "Withdrawn by the caller: the MCP client cancelled the task",
+    });
     await transport.terminateSession();
     await client.close();
   });
@@ -389,6 +399,25 @@ describe("approval waits through the MCP face", () => {
     await client.close();
   });
 });
+
+/** Polls GET /v1/approvals/{id} (admin key) until the approval has `status`. */
+async function waitForApprovalStatus(
+  s: Stack,
+  approvalId: string,
+  status: string,
+  timeoutMs = 10_000,
+): Promise<{ status: string; decided_by: string | null }> {
+  const until = Date.now() + timeoutMs;
+  while (Date.now() < until) {
+    const r = await fetch(`${s.t.url}/v1/approvals/${approvalId}`, {
+      headers: { authorization: `Bearer ${s.org.adminKey}` },
+    });
+    const body = (await r.json()) as { status: string; decided_by: string | null };
+    if (body.status === status) return body;
+    await sleep(100);
+  }
+  throw new Error(`approval ${approvalId} never became ${status}`);
+}
 
 async function waitForReceipt(s: Stack, chainId: string, timeoutMs = 10_000): Promise<SignedReceipt> {
   const until = Date.now() + timeoutMs;

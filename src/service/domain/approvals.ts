@@ -294,6 +294,62 @@ export async function decideApproval(
   return getApproval(db, opts.orgId, opts.approvalId);
 }
 
+/** Body of POST /v1/approvals/{approval_id}/withdraw. */
+export const WithdrawApprovalSchema = z.preprocess(
+  (v) => v ?? {},
+  z.object({ reason: z.string().max(500).optional() }).strict(),
+);
+export type WithdrawApproval = z.infer<typeof WithdrawApprovalSchema>;
+
+/**
+ * The caller withdraws its own pending approval (beyond the spec: an MCP client cancelled the
+ * task, a gRPC caller gave up): the approval becomes `cancelled`, its event is denied ("Withdrawn
+ * by the caller"), the chain is open again for further actions, and the resolution is signed.
+ * Nothing was forwarded and nothing will be: a withdrawn approval can no longer be decided.
+ * @throws ApiError 404 unknown approval (or another organization's); 409 TG_ERR_APPROVAL_RESOLVED
+ *   when it was already decided, timed out or cancelled.
+ */
+export async function withdrawApproval(
+  db: Database,
+  opts: {
+    orgId: string;
+    approvalId: string;
+    body: WithdrawApproval;
+    withdrawnBy: string;
+    clock: Clock;
+    keys?: SigningKeys;
+  },
+) {
+  const nowMs = opts.clock.nowMs();
+  const approvalKey = opts.keys ? await opts.keys.active("approval") : null;
+  const reason = redactText(opts.body.reason?.trim() ?? "") || null;
+  const { refused, chainId } = await db.tx(async (q) => {
+    const a = await lockApproval(q, opts.approvalId, opts.orgId);
+    if (a.status !== "pending") return { refused: a.status, chainId: null };
+    await resolve(q, a, {
+      status: "cancelled",
+      decision: {
+        ...a.requested_decision,
+        policy_decision: "deny",
+        decision_reason: reason ? `Withdrawn by the caller: ${reason}` : "Withdrawn by the caller",
+      },
+      decidedBy: opts.withdrawnBy,
+      notes: reason,
+      nowMs,
+    });
+    if (approvalKey) await signApprovalResolution(q, a.id, approvalKey);
+    return { refused: null, chainId: a.chain_id };
+  });
+  if (chainId) wakeApprovalWaiters(chainId);
+  if (refused) {
+    throw conflict("TG_ERR_APPROVAL_RESOLVED", `The approval is already ${refused}`, {
+      approval_id: opts.approvalId,
+      status: refused,
+    });
+  }
+  return getApproval(db, opts.orgId, opts.approvalId);
+}
+
 async function timeOut(q: Queryable, a: ApprovalRow, nowMs: number, key?: SigningKey | null): Promise<void> {
   const org = await q.query("SELECT approval_timeout_hours FROM organizations WHERE id = $1", [a.org_id]);
   const condition = timeoutCondition(org.rows[0]?.approval_timeout_hours ?? 24);

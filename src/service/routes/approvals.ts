@@ -1,6 +1,7 @@
 /**
  * Approvals for reviewers: GET /v1/approvals, GET /v1/approvals/{approval_id},
- * POST /v1/approvals/{approval_id}/decision (spec: "Reviewer approves" / "Reviewer denies").
+ * POST /v1/approvals/{approval_id}/decision (spec: "Reviewer approves" / "Reviewer denies");
+ * for the caller that waits: POST /v1/approvals/{approval_id}/withdraw (beyond the spec).
  */
 import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
 import { z } from "zod";
@@ -11,12 +12,20 @@ import {
   decideApproval,
   getApproval,
   listApprovals,
+  WithdrawApprovalSchema,
+  withdrawApproval,
 } from "../domain/approvals.js";
 
 const Params = z.object({ approval_id: z.uuid() });
 
 export const approvalRoutes: FastifyPluginAsyncZod = async (app) => {
   const tg = app.tg;
+  /** tollgate_approval_wait_seconds: request to resolution of an approval just resolved. */
+  const observeWait = (a: { status: string; requested_at: string; decided_at: string | null }) =>
+    tg.metrics.approvalWait.observe(
+      { status: a.status },
+      Math.max(0, (Date.parse(a.decided_at ?? a.requested_at) - Date.parse(a.requested_at)) / 1000),
+    );
 
   app.get(
     "/v1/approvals",
@@ -52,9 +61,25 @@ export const approvalRoutes: FastifyPluginAsyncZod = async (app) => {
         clock: tg.clock,
         keys: tg.keys,
       });
-      const waited =
-        (Date.parse(result.decided_at ?? result.requested_at) - Date.parse(result.requested_at)) / 1000;
-      tg.metrics.approvalWait.observe({ status: result.status }, Math.max(0, waited));
+      observeWait(result);
+      return result;
+    },
+  );
+
+  app.post(
+    "/v1/approvals/:approval_id/withdraw",
+    { schema: { params: Params, body: WithdrawApprovalSchema } },
+    async (req) => {
+      const orgId = guard.client(req.principal);
+      const result = await withdrawApproval(tg.db, {
+        orgId,
+        approvalId: req.params.approval_id,
+        body: req.body,
+        withdrawnBy: principalLabel(req.principal!),
+        clock: tg.clock,
+        keys: tg.keys,
+      });
+      observeWait(result);
       return result;
     },
   );
