@@ -8,7 +8,14 @@ import { readFileSync } from "node:fs";
 import os from "node:os";
 import { z } from "zod";
 import { VERSION } from "../src/version.js";
-import type { SidecarMode } from "./webhook/patch.js";
+import {
+  DEFAULT_SIDECAR_PORTS,
+  DEFAULT_SIDECAR_RESOURCES,
+  type InjectionConfig,
+  PullPolicy,
+  SIDECAR_NODE_OPTIONS,
+  type SidecarMode,
+} from "./webhook/patch.js";
 
 /** How the webhook gets its serving certificate. */
 export const CertMode = { selfSigned: "self-signed", certManager: "cert-manager" } as const;
@@ -43,8 +50,8 @@ export interface OperatorConfig {
     /** With cert-manager: directory with tls.crt and tls.key. */
     certDir: string;
   };
-  sidecar: {
-    image: string;
+  /** What the webhook injects: passed to the patch builder as it is (loadOperatorConfig fills every field). */
+  sidecar: Omit<InjectionConfig, "securityContext"> & {
     /** URL the injected sidecars call (may differ from serviceUrl, e.g. a cluster DNS name). */
     serviceUrl: string;
     mode: SidecarMode;
@@ -59,7 +66,51 @@ export interface OperatorConfig {
 export const DEFAULT_WORKERS = 4;
 
 const port = z.coerce.number().int().min(0).max(65535);
+const listenPort = z.coerce.number().int().min(1).max(65535);
 const seconds = z.coerce.number().positive().max(3600);
+
+/** A Kubernetes resource quantity ("100m", "96Mi", "1.5", "2e3"); numbers become strings. */
+const quantity = z
+  .union([
+    z.string().regex(/^[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+|[numkMGTPE]|[KMGTPE]i)?$/),
+    z.number().nonnegative(),
+  ])
+  .transform(String);
+const resourceList = z.record(z.string().min(1), quantity);
+/** core/v1 ResourceRequirements as the chart renders it (`toJson .Values.sidecar.resources`). */
+const ResourcesSchema = z.strictObject({
+  requests: resourceList.optional(),
+  limits: resourceList.optional(),
+});
+
+/** A string holding JSON, parsed and then validated by `schema`. */
+const jsonOf = <T extends z.ZodType>(schema: T) =>
+  z
+    .string()
+    .transform((text, ctx): unknown => {
+      try {
+        return JSON.parse(text);
+      } catch {
+        ctx.addIssue({ code: "custom", message: "must be JSON" });
+        return z.NEVER;
+      }
+    })
+    .pipe(schema);
+
+/**
+ * Why `nodeOptions` would stop the sidecar from starting, or null: each whitespace-separated token
+ * must be a flag (`--name` or `--name=value`) that Node.js accepts in NODE_OPTIONS
+ * (`process.allowedNodeEnvironmentFlags`; the operator and the sidecar image run the same Node.js).
+ * A flag that Node.js refuses there would crash every injected sidecar, and with it every tool call.
+ */
+export function nodeOptionsProblem(nodeOptions: string): string | null {
+  for (const token of nodeOptions.split(/\s+/).filter(Boolean)) {
+    const flag = token.split("=", 1)[0] ?? "";
+    if (!/^--?[A-Za-z]/.test(flag) || !process.allowedNodeEnvironmentFlags.has(flag))
+      return `${token} is not a flag Node.js allows in NODE_OPTIONS`;
+  }
+  return null;
+}
 
 /** The operator's environment; each variable's description is its line in `--help`. */
 const EnvSchema = z.object({
@@ -118,6 +169,31 @@ const EnvSchema = z.object({
     .optional()
     .describe("service URL the sidecars call (default: the above)"),
   TOLLGATE_SIDECAR_MODE: z.enum(["container", "native"]).default("container").describe("container | native"),
+  TOLLGATE_SIDECAR_IMAGE_PULL_POLICY: z
+    .enum([PullPolicy.always, PullPolicy.ifNotPresent, PullPolicy.never])
+    .default(PullPolicy.ifNotPresent)
+    .describe("imagePullPolicy of the injected sidecar: Always | IfNotPresent | Never"),
+  TOLLGATE_SIDECAR_RESOURCES: jsonOf(ResourcesSchema)
+    .default(DEFAULT_SIDECAR_RESOURCES)
+    .describe("resources of the injected sidecar, JSON {requests, limits}"),
+  TOLLGATE_SIDECAR_NODE_OPTIONS: z
+    .string()
+    .trim()
+    .superRefine((v, ctx) => {
+      const problem = nodeOptionsProblem(v);
+      if (problem) ctx.addIssue({ code: "custom", message: problem });
+    })
+    .default(SIDECAR_NODE_OPTIONS)
+    .describe("NODE_OPTIONS (V8 flags) of the injected sidecar; empty keeps the image's default"),
+  TOLLGATE_SIDECAR_GRPC_PORT: listenPort
+    .default(DEFAULT_SIDECAR_PORTS.grpc)
+    .describe("sidecar gRPC port on 127.0.0.1 (container port grpc)"),
+  TOLLGATE_SIDECAR_HTTP_PORT: listenPort
+    .default(DEFAULT_SIDECAR_PORTS.http)
+    .describe("sidecar HTTP/MCP port on 127.0.0.1"),
+  TOLLGATE_SIDECAR_METRICS_PORT: listenPort
+    .default(DEFAULT_SIDECAR_PORTS.metrics)
+    .describe("sidecar probe and metrics port on the pod IP (container port http-metrics)"),
   TOLLGATE_HEALTH_HOST: z
     .string()
     .min(1)
@@ -184,6 +260,16 @@ export function loadOperatorConfig(env: NodeJS.ProcessEnv = process.env): Operat
       "TOLLGATE_LEASE_RENEW_DEADLINE_SECONDS: must be less than TOLLGATE_LEASE_DURATION_SECONDS",
     ]);
   }
+  const ports = {
+    grpc: e.TOLLGATE_SIDECAR_GRPC_PORT,
+    http: e.TOLLGATE_SIDECAR_HTTP_PORT,
+    metrics: e.TOLLGATE_SIDECAR_METRICS_PORT,
+  };
+  if (new Set(Object.values(ports)).size !== 3) {
+    throw new OperatorConfigError([
+      "TOLLGATE_SIDECAR_GRPC_PORT, TOLLGATE_SIDECAR_HTTP_PORT, TOLLGATE_SIDECAR_METRICS_PORT: must differ (one pod network namespace)",
+    ]);
+  }
   return {
     kubeconfigPath: e.KUBECONFIG,
     serviceUrl: e.TOLLGATE_SERVICE_URL,
@@ -208,6 +294,10 @@ export function loadOperatorConfig(env: NodeJS.ProcessEnv = process.env): Operat
       image: e.TOLLGATE_SIDECAR_IMAGE,
       serviceUrl: e.TOLLGATE_SIDECAR_SERVICE_URL ?? e.TOLLGATE_SERVICE_URL,
       mode: e.TOLLGATE_SIDECAR_MODE,
+      imagePullPolicy: e.TOLLGATE_SIDECAR_IMAGE_PULL_POLICY,
+      resources: e.TOLLGATE_SIDECAR_RESOURCES,
+      nodeOptions: e.TOLLGATE_SIDECAR_NODE_OPTIONS,
+      ports,
     },
     health: { host: e.TOLLGATE_HEALTH_HOST, port: e.TOLLGATE_HEALTH_PORT },
     resyncMs: e.TOLLGATE_RESYNC_SECONDS * 1000,

@@ -157,11 +157,7 @@ export async function startOperator(opts: StartOperatorOptions): Promise<Running
       host: config.webhook.host,
       port: config.webhook.port,
       tls: serving,
-      injection: {
-        image: config.sidecar.image,
-        serviceUrl: config.sidecar.serviceUrl,
-        mode: config.sidecar.mode,
-      },
+      injection: config.sidecar,
       namespaces: namespaceSource,
       metrics,
       log,

@@ -127,7 +127,7 @@ if [[ "${INSTALL}" == 1 ]]; then
   # The image ID as a pod annotation: a rebuilt image with the same tag rolls the pods.
   image_id="$(docker image inspect -f '{{.Id}}' "ghcr.io/tollgate/tollgate:${TAG}")"
   helm upgrade --install tollgate charts/tollgate -n "${NS}" --create-namespace \
-    --set service.image.tag="${TAG}" --set sidecar.image.tag="${TAG}" \
+    --set service.image.tag="${TAG}" --set operator.image.tag="${TAG}" --set sidecar.image.tag="${TAG}" \
     --set-string "service.podAnnotations.tollgate\.dev/image-id=${image_id}" \
     --set-string "operator.podAnnotations.tollgate\.dev/image-id=${image_id}" \
     --wait --timeout 5m </dev/null

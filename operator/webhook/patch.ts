@@ -6,14 +6,19 @@
  * Selection (DESIGN.md "Names"): pods of namespaces labelled `tollgate.dev/injection=enabled`, or
  * pods annotated `tollgate.dev/inject: "true"`; `tollgate.dev/inject: "false"` opts out. A pod
  * already carrying the marker annotation `tollgate.dev/injected` or a container named
- * `tollgate-sidecar` is never injected twice.
+ * `tollgate-sidecar` is never injected twice. Injected pods get the label
+ * `tollgate.dev/sidecar: injected`, which the chart's PodMonitor selects.
  */
 
 /** Labels and annotations the webhook reads or writes. */
 export const Labels = {
   injection: "tollgate.dev/injection",
   organization: "tollgate.dev/organization",
+  /** Set by the webhook on every injected pod (value {@link SIDECAR_LABEL_VALUE}): what a PodMonitor selects. */
+  sidecar: "tollgate.dev/sidecar",
 } as const;
+/** Value of the {@link Labels.sidecar} label on injected pods. */
+export const SIDECAR_LABEL_VALUE = "injected";
 export const Annotations = {
   inject: "tollgate.dev/inject",
   injected: "tollgate.dev/injected",
@@ -41,28 +46,62 @@ export const API_KEY_MOUNT_PATH = "/var/run/tollgate";
  *   hook that waits until the sidecar answers; the kubelet starts containers in order and waits
  *   for each postStart hook before starting the next one. Its stop order is not guaranteed.
  * In both modes the sidecar has startup, readiness and liveness probes on its probe face
- * (TOLLGATE_PROBE_ADDRESS, 0.0.0.0:{@link DEFAULT_PROBE_PORT}), so the pod is Ready only while
- * the sidecar takes calls.
+ * (TOLLGATE_PROBE_ADDRESS, 0.0.0.0:{@link DEFAULT_SIDECAR_PORTS}.metrics, port `http-metrics`),
+ * so the pod is Ready only while the sidecar takes calls.
  */
 export const SidecarMode = { container: "container", native: "native" } as const;
 export type SidecarMode = (typeof SidecarMode)[keyof typeof SidecarMode];
+
+/** Image pull policies of a container. */
+export const PullPolicy = { always: "Always", ifNotPresent: "IfNotPresent", never: "Never" } as const;
+export type PullPolicy = (typeof PullPolicy)[keyof typeof PullPolicy];
+
+/**
+ * The sidecar's listen ports. gRPC (the agent's Invoke) and the HTTP face (MCP, /healthz, /readyz,
+ * /metrics; it accepts calls with the pod's API key) listen on loopback only, so no other pod can
+ * act with this pod's identity; the probe face (/healthz, /readyz, /metrics only) listens on the
+ * pod IP for kubelet probes and Prometheus.
+ */
+export interface SidecarPorts {
+  /** gRPC listener, 127.0.0.1 (container port `grpc`). */
+  grpc: number;
+  /** HTTP face with MCP, 127.0.0.1 (not declared as a container port: nothing outside the pod may reach it). */
+  http: number;
+  /** Probe face, 0.0.0.0 (container port `http-metrics`): probes and scrapes. */
+  metrics: number;
+}
+
+/** Default ports: those the sidecar image listens on without configuration (Dockerfile EXPOSE 50051 9090). */
+export const DEFAULT_SIDECAR_PORTS: Readonly<SidecarPorts> = { grpc: 50051, http: 9090, metrics: 9091 };
+
+/** Names of the sidecar's container ports (Prometheus conventions: a PodMonitor's `port:`). */
+export const PortName = { grpc: "grpc", metrics: "http-metrics" } as const;
+export type PortName = (typeof PortName)[keyof typeof PortName];
+
+/** Container resources of the injected sidecar (core/v1 ResourceRequirements, quantities as strings). */
+export interface SidecarResources {
+  requests?: Record<string, string>;
+  limits?: Record<string, string>;
+}
 
 /** Injection settings from the operator configuration. */
 export interface InjectionConfig {
   /** Sidecar image, e.g. ghcr.io/tollgate/sidecar:0.1.0 (its command runs dist/sidecar.js). */
   image: string;
-  imagePullPolicy?: "Always" | "IfNotPresent" | "Never";
+  /** Default IfNotPresent. */
+  imagePullPolicy?: PullPolicy;
   /** Governance service URL the sidecar calls (TOLLGATE_SERVICE_URL). */
   serviceUrl: string;
   mode?: SidecarMode;
-  /** gRPC listen address of the sidecar (default 127.0.0.1:50051). */
-  grpcAddress?: string;
-  /** HTTP (health/metrics/MCP) listen address of the sidecar (default 127.0.0.1:9090). */
-  httpAddress?: string;
-  /** Port of the sidecar's probe face on the pod IP (/healthz /readyz /metrics; default 9091). */
-  probePort?: number;
-  /** Container resources; defaults: requests cpu 50m / memory 96Mi (bench/memory: 83–91 MiB RSS), limits memory 256Mi. */
-  resources?: Record<string, Record<string, string>>;
+  /** Listen ports; default {@link DEFAULT_SIDECAR_PORTS}. */
+  ports?: SidecarPorts;
+  /**
+   * V8 flags as the sidecar's NODE_OPTIONS; default {@link SIDECAR_NODE_OPTIONS}. An empty string
+   * sets no NODE_OPTIONS, so the image's default applies.
+   */
+  nodeOptions?: string;
+  /** Container resources; default {@link DEFAULT_SIDECAR_RESOURCES}. */
+  resources?: SidecarResources;
   /** Container securityContext; default: non-root uid 65532, no privilege escalation, no capabilities. */
   securityContext?: Record<string, unknown>;
 }
@@ -76,10 +115,16 @@ export interface PodLike {
     labels?: Record<string, string>;
   };
   spec?: {
-    containers?: Array<{ name: string }>;
-    initContainers?: Array<{ name: string }>;
+    containers?: ContainerLike[];
+    initContainers?: ContainerLike[];
     volumes?: Array<{ name: string }>;
   };
+}
+
+/** The parts of a container the builder reads: its name and the names of its ports. */
+export interface ContainerLike {
+  name: string;
+  ports?: Array<{ name?: string }>;
 }
 
 /** The namespace the pod is created in (name and labels). */
@@ -169,11 +214,6 @@ export function agentNameOf(pod: PodLike): string {
  */
 export const SIDECAR_NODE_OPTIONS = "--max-semi-space-size=1 --max-old-space-size=128";
 
-/** Port of the injected sidecar's probe face (kubelet probes, Prometheus scrapes). */
-export const DEFAULT_PROBE_PORT = 9091;
-/** Name of that container port (PodMonitor `port:`). */
-export const PROBE_PORT_NAME = "tollgate-probe";
-
 /**
  * The postStart hook of the container mode: waits (up to 120 s) until the sidecar's probe face
  * answers /readyz: it listens only once gRPC and the HTTP face do, and is ready once its MCP
@@ -184,12 +224,40 @@ export const waitForSidecarScript = (port: number): string =>
   `const t=Date.now()+120e3;(function f(){require("http").get({host:"127.0.0.1",port:${port},path:"/readyz",timeout:1000},r=>{r.resume();if(r.statusCode===200)process.exit(0);setTimeout(f,100)}).on("error",()=>{if(Date.now()>t)process.exit(1);setTimeout(f,100)})})()`;
 
 /**
- * The sidecar's probes: startup (/readyz: the agent containers start only once the sidecar takes
- * calls; up to 120 s), readiness (/readyz: listening, not draining, MCP upstreams connected) and
- * liveness (/healthz).
+ * Port names the pod's own containers already use. A Service's named `targetPort` resolves to the
+ * first container that declares the name, and in container mode the sidecar comes first: a name
+ * the agent already uses must not be taken from it.
  */
-export function sidecarProbes(): Record<string, unknown> {
-  const get = (path: string) => ({ httpGet: { path, port: PROBE_PORT_NAME, scheme: "HTTP" } });
+export function takenPortNames(pod: PodLike): Set<string> {
+  const containers = [...(pod.spec?.containers ?? []), ...(pod.spec?.initContainers ?? [])];
+  return new Set(containers.flatMap((c) => (c.ports ?? []).flatMap((p) => (p.name ? [p.name] : []))));
+}
+
+/**
+ * The sidecar's container ports: `grpc` (loopback listener, declared for discovery) and
+ * `http-metrics` (the probe face on the pod IP). A name in `taken` is left off its port (the
+ * number stays declared) so the agent's port keeps it; probes then use the number.
+ */
+export function sidecarContainerPorts(
+  ports: SidecarPorts,
+  taken: ReadonlySet<string>,
+): Array<Record<string, unknown>> {
+  const port = (name: PortName, containerPort: number) => ({
+    ...(taken.has(name) ? {} : { name }),
+    containerPort,
+    protocol: "TCP",
+  });
+  return [port(PortName.grpc, ports.grpc), port(PortName.metrics, ports.metrics)];
+}
+
+/**
+ * The sidecar's probes on its probe face (`probePort`: the port name `http-metrics`, or the number
+ * when the pod's own containers use that name): startup (/readyz: the agent containers start only
+ * once the sidecar takes calls; up to 120 s), readiness (/readyz: listening, not draining, MCP
+ * upstreams connected) and liveness (/healthz).
+ */
+export function sidecarProbes(probePort: string | number = PortName.metrics): Record<string, unknown> {
+  const get = (path: string) => ({ httpGet: { path, port: probePort, scheme: "HTTP" } });
   return {
     startupProbe: { ...get("/readyz"), periodSeconds: 1, timeoutSeconds: 1, failureThreshold: 120 },
     readinessProbe: { ...get("/readyz"), periodSeconds: 2, timeoutSeconds: 1, failureThreshold: 3 },
@@ -197,7 +265,11 @@ export function sidecarProbes(): Record<string, unknown> {
   };
 }
 
-const defaultResources = { requests: { cpu: "50m", memory: "96Mi" }, limits: { memory: "256Mi" } };
+/** Default sidecar resources: bench/memory measures 83–91 MiB RSS, so a 96Mi request and a 256Mi limit. */
+export const DEFAULT_SIDECAR_RESOURCES: Readonly<SidecarResources> = {
+  requests: { cpu: "50m", memory: "96Mi" },
+  limits: { memory: "256Mi" },
+};
 const defaultSecurityContext = {
   allowPrivilegeEscalation: false,
   capabilities: { drop: ["ALL"] },
@@ -206,40 +278,45 @@ const defaultSecurityContext = {
   seccompProfile: { type: "RuntimeDefault" },
 };
 
-/** The sidecar container for a pod of `organization` running agent `agentName`. */
+/**
+ * The sidecar container for a pod of `organization` running agent `agentName`; `taken` are the
+ * port names the pod's own containers use ({@link takenPortNames}).
+ */
 export function sidecarContainer(
   cfg: InjectionConfig,
   organization: string,
   agentName: string,
   upstreams: string | undefined,
+  taken: ReadonlySet<string> = new Set(),
 ): Record<string, unknown> {
-  const probePort = cfg.probePort ?? DEFAULT_PROBE_PORT;
+  const ports = cfg.ports ?? DEFAULT_SIDECAR_PORTS;
+  const nodeOptions = cfg.nodeOptions ?? SIDECAR_NODE_OPTIONS;
   const env = [
     { name: "TOLLGATE_SERVICE_URL", value: cfg.serviceUrl },
     { name: "TOLLGATE_API_KEY_FILE", value: `${API_KEY_MOUNT_PATH}/${API_KEY_SECRET_KEY}` },
     { name: "TOLLGATE_ORGANIZATION", value: organization },
     { name: "TOLLGATE_AGENT_NAME", value: agentName },
-    { name: "TOLLGATE_GRPC_ADDRESS", value: cfg.grpcAddress ?? "127.0.0.1:50051" },
-    { name: "TOLLGATE_HTTP_ADDRESS", value: cfg.httpAddress ?? "127.0.0.1:9090" },
-    { name: "TOLLGATE_PROBE_ADDRESS", value: `0.0.0.0:${probePort}` },
-    { name: "NODE_OPTIONS", value: SIDECAR_NODE_OPTIONS },
+    { name: "TOLLGATE_GRPC_ADDRESS", value: `127.0.0.1:${ports.grpc}` },
+    { name: "TOLLGATE_HTTP_ADDRESS", value: `127.0.0.1:${ports.http}` },
+    { name: "TOLLGATE_PROBE_ADDRESS", value: `0.0.0.0:${ports.metrics}` },
+    ...(nodeOptions !== "" ? [{ name: "NODE_OPTIONS", value: nodeOptions }] : []),
     ...(upstreams !== undefined ? [{ name: "TOLLGATE_UPSTREAMS", value: upstreams }] : []),
   ];
   return {
     name: SIDECAR_CONTAINER,
     image: cfg.image,
-    imagePullPolicy: cfg.imagePullPolicy ?? "IfNotPresent",
+    imagePullPolicy: cfg.imagePullPolicy ?? PullPolicy.ifNotPresent,
     env,
-    ports: [{ name: PROBE_PORT_NAME, containerPort: probePort, protocol: "TCP" }],
+    ports: sidecarContainerPorts(ports, taken),
     volumeMounts: [{ name: API_KEY_VOLUME, mountPath: API_KEY_MOUNT_PATH, readOnly: true }],
-    resources: cfg.resources ?? defaultResources,
+    resources: structuredClone(cfg.resources ?? DEFAULT_SIDECAR_RESOURCES),
     securityContext: cfg.securityContext ?? defaultSecurityContext,
-    ...sidecarProbes(),
+    ...sidecarProbes(taken.has(PortName.metrics) ? ports.metrics : PortName.metrics),
     ...(cfg.mode === SidecarMode.native
       ? { restartPolicy: "Always" }
       : {
           lifecycle: {
-            postStart: { exec: { command: ["node", "-e", waitForSidecarScript(probePort)] } },
+            postStart: { exec: { command: ["node", "-e", waitForSidecarScript(ports.metrics)] } },
           },
         }),
   };
@@ -254,6 +331,23 @@ export const apiKeyVolume = () => ({
     defaultMode: 0o444,
   },
 });
+
+/**
+ * `add` operations that put `entries` into the string map at `path` (annotations, labels):
+ * one operation creating the map when the pod has none, else one per key (escaped).
+ */
+export function addToMap(
+  path: string,
+  existing: Record<string, string> | undefined,
+  entries: Record<string, string>,
+): PatchOperation[] {
+  if (!existing) return [{ op: "add", path, value: { ...entries } }];
+  return Object.entries(entries).map(([key, value]) => ({
+    op: "add" as const,
+    path: `${path}/${pointerSegment(key)}`,
+    value,
+  }));
+}
 
 /**
  * Decides and builds the injection for a Pod being created in `ns`. Denies (with a message that
@@ -307,12 +401,12 @@ export function buildInjection(pod: PodLike, ns: NamespaceLike, cfg: InjectionCo
   const firstContainer = pod.spec?.containers?.[0]?.name;
   if (!native && firstContainer && annotations?.[Annotations.defaultContainer] === undefined)
     added[Annotations.defaultContainer] = firstContainer;
-  if (!annotations) patch.push({ op: "add", path: "/metadata/annotations", value: added });
-  else
-    for (const [key, value] of Object.entries(added))
-      patch.push({ op: "add", path: `/metadata/annotations/${pointerSegment(key)}`, value });
+  patch.push(...addToMap("/metadata/annotations", annotations, added));
+  patch.push(
+    ...addToMap("/metadata/labels", pod.metadata?.labels, { [Labels.sidecar]: SIDECAR_LABEL_VALUE }),
+  );
 
-  const container = sidecarContainer(cfg, organization, agentName, upstreams);
+  const container = sidecarContainer(cfg, organization, agentName, upstreams, takenPortNames(pod));
   if (native) {
     if (!pod.spec?.initContainers)
       patch.push({ op: "add", path: "/spec/initContainers", value: [container] });

@@ -39,7 +39,14 @@ import {
 const NS = "tollgate-system";
 const AGENTS = "acme-agents"; // examples/00-namespace.yaml: labelled for injection, organization acme
 const CHART = path.join(ROOT, "charts/tollgate");
-const IMAGES = [`--set`, `service.image.tag=${TAG}`, `--set`, `sidecar.image.tag=${TAG}`];
+const IMAGES = [
+  `--set`,
+  `service.image.tag=${TAG}`,
+  `--set`,
+  `operator.image.tag=${TAG}`,
+  `--set`,
+  `sidecar.image.tag=${TAG}`,
+];
 const MEMORY_SERVER = "/app/node_modules/@modelcontextprotocol/server-memory/dist/index.js";
 const FILES_SERVER = "/app/node_modules/@modelcontextprotocol/server-filesystem/dist/index.js";
 
@@ -353,7 +360,10 @@ describe("Tollgate in a kind cluster", () => {
     const init = pod.spec.initContainers ?? [];
     expect(init[0]?.name).toBe("tollgate-sidecar");
     expect(init[0].restartPolicy).toBe("Always");
-    expect(init[0].startupProbe.httpGet.port).toBe("tollgate-probe");
+    expect(init[0].startupProbe.httpGet.port).toBe("http-metrics");
+    expect(init[0].ports.map((p: Obj) => p.name)).toEqual(["grpc", "http-metrics"]);
+    // What the chart's PodMonitor (sidecar.podMonitor) selects.
+    expect(pod.metadata.labels["tollgate.dev/sidecar"]).toBe("injected");
     expect(pod.spec.containers.map((c: Obj) => c.name)).toEqual(["agent"]);
     // The agent container's first act is one connection to the sidecar's gRPC port.
     const logs = await k(["-n", AGENTS, "logs", agentPod, "-c", "agent"]);

@@ -4,16 +4,29 @@
  * render (security context, PDB, probes, webhook, RBAC equal to operator/rbac.ts, CRDs equal to
  * crds/), schema and render-time rejections, `kubectl apply --dry-run=server` of both renders,
  * and a real `helm install` / `upgrade` / `uninstall` showing that the generated secrets are
- * never rotated and that Secret and CRDs are kept.
+ * never rotated and that Secret and CRDs are kept. Helm conventions (issue 22): ServiceAccounts,
+ * podLabels, scheduling, the Ingress, the operator's image, the injected sidecar's settings (chart
+ * value → operator environment → operator/config.ts → the patch builder) and its PodMonitor.
  */
 import { spawn } from "node:child_process";
 import { readdirSync, readFileSync } from "node:fs";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { parseAllDocuments, parse as parseYaml } from "yaml";
+import { loadOperatorConfig } from "../../operator/config.js";
 import { operatorRbac } from "../../operator/rbac.js";
 import { sidecarInjectorConfiguration } from "../../operator/webhook/configuration.js";
-import { SIDECAR_NODE_OPTIONS } from "../../operator/webhook/patch.js";
+import {
+  applyPatch,
+  buildInjection,
+  DEFAULT_SIDECAR_PORTS,
+  DEFAULT_SIDECAR_RESOURCES,
+  Labels,
+  PortName,
+  SIDECAR_CONTAINER,
+  SIDECAR_LABEL_VALUE,
+  SIDECAR_NODE_OPTIONS,
+} from "../../operator/webhook/patch.js";
 import { type ControlPlane, startControlPlane } from "../support/controlplane.js";
 import { kubectl } from "../support/kubectl.js";
 
@@ -69,6 +82,74 @@ const find = (objs: Obj[], kind: string, name: string) => {
   return o;
 };
 const env = (container: Obj, name: string) => container.env.find((e: Obj) => e.name === name);
+
+/** The operator's environment as the container gets it (plain values; valueFrom left out). */
+const envRecord = (container: Obj): Record<string, string> =>
+  Object.fromEntries(container.env.filter((e: Obj) => "value" in e).map((e: Obj) => [e.name, e.value]));
+
+/** The sidecar a pod gets from an operator started with the rendered environment. */
+const injectedSidecar = (operatorContainer: Obj, spec: Obj = { containers: [{ name: "agent" }] }) => {
+  const config = loadOperatorConfig(envRecord(operatorContainer));
+  const pod = { metadata: { name: "agent", labels: { app: "agent" } }, spec };
+  const ns = {
+    name: "agents",
+    labels: { "tollgate.dev/injection": "enabled", "tollgate.dev/organization": "acme" },
+  };
+  const d = buildInjection(pod, ns, config.sidecar);
+  if (d.kind !== "inject") throw new Error(`not injected: ${d.kind}`);
+  const out = applyPatch(pod, d.patch) as Obj;
+  const sidecar = [...(out.spec.initContainers ?? []), ...out.spec.containers].find(
+    (c: Obj) => c.name === SIDECAR_CONTAINER,
+  );
+  return { config, pod: out, sidecar };
+};
+
+/** Ingress, ServiceAccounts, scheduling, the operator image, the sidecar's settings, the PodMonitor. */
+const CONVENTIONS = [
+  "database.existingSecret=tollgate-postgres",
+  "ingress.enabled=true",
+  "ingress.className=nginx",
+  "ingress.annotations.cert-manager\\.io/cluster-issuer=letsencrypt",
+  "ingress.hosts[0].host=tollgate.example.com",
+  "ingress.hosts[0].paths[0].path=/",
+  "ingress.hosts[0].paths[0].pathType=Prefix",
+  "ingress.hosts[1].host=approvals.example.com",
+  "ingress.tls[0].secretName=tollgate-tls",
+  "ingress.tls[0].hosts[0]=tollgate.example.com",
+  "service.serviceAccount.annotations.eks\\.amazonaws\\.com/role-arn=arn:aws:iam::111122223333:role/tollgate",
+  "service.podLabels.team=platform",
+  "service.podLabels.app\\.kubernetes\\.io/component=hijacked",
+  "service.priorityClassName=platform-high",
+  "service.topologySpreadConstraints[0].maxSkew=1",
+  "service.topologySpreadConstraints[0].topologyKey=topology.kubernetes.io/zone",
+  "service.topologySpreadConstraints[0].whenUnsatisfiable=ScheduleAnyway",
+  "service.tolerations[0].key=dedicated",
+  "service.tolerations[0].operator=Exists",
+  "operator.serviceAccount.create=false",
+  "operator.serviceAccount.name=tollgate-operator-wi",
+  "operator.podLabels.team=platform",
+  "operator.priorityClassName=system-cluster-critical",
+  "operator.topologySpreadConstraints[0].maxSkew=1",
+  "operator.topologySpreadConstraints[0].topologyKey=kubernetes.io/hostname",
+  "operator.topologySpreadConstraints[0].whenUnsatisfiable=DoNotSchedule",
+  "operator.topologySpreadConstraints[0].labelSelector.matchLabels.custom=yes",
+  "operator.image.repository=registry.example.com/tollgate",
+  "operator.image.tag=9.9.9",
+  "operator.image.pullPolicy=Always",
+  "sidecar.image.pullPolicy=Always",
+  "sidecar.resources.requests.cpu=20m",
+  "sidecar.resources.requests.memory=80Mi",
+  "sidecar.resources.limits.memory=192Mi",
+  "sidecar.resources.limits.cpu=1",
+  "sidecar.nodeOptions=--max-semi-space-size=1 --max-old-space-size=96",
+  "sidecar.ports.grpc=6000",
+  "sidecar.ports.http=6001",
+  "sidecar.ports.metrics=6002",
+  "sidecar.podMonitor.enabled=true",
+  "sidecar.podMonitor.interval=15s",
+  "sidecar.podMonitor.namespaces={acme-agents,globex-agents}",
+  "sidecar.podMonitor.labels.release=prometheus",
+];
 
 const VARIANT = [
   "service.replicas=3",
@@ -131,7 +212,7 @@ describe("charts/tollgate", () => {
     expect(env(c, "DATABASE_URL")).toBeUndefined(); // embedded PGlite without existingSecret
     // Embedded PGlite peaks at ~850 MiB RSS at start (measured in kind, test/cluster): 512Mi was
     // OOMKilled. Resources follow the database mode unless service.resources is set.
-    expect(c.resources).toEqual({ requests: { cpu: "100m", memory: "640Mi" }, limits: { memory: "1280Mi" } });
+    expect(c.resources).toEqual({ requests: { cpu: "100m", memory: "256Mi" }, limits: { memory: "1Gi" } });
     expect(env(c, "TOLLGATE_MASTER_KEY_FILE").value).toBe("/var/run/tollgate/secrets/master-key");
     expect(svc.spec.template.spec.automountServiceAccountToken).toBe(false);
 
@@ -159,7 +240,124 @@ describe("charts/tollgate", () => {
     expect(env(oc, "TOLLGATE_SERVICE_URL").value).toBe(`http://${FULL}.${NS}.svc:8000`);
     expect(env(oc, "TOLLGATE_WEBHOOK_CERT_MODE").value).toBe("self-signed");
     expect(env(oc, "TOLLGATE_LEASE_NAME").value).toBe(`${FULL}-operator`);
-    expect(objs.some((o) => o.kind === "ServiceMonitor" || o.kind === "Certificate")).toBe(false);
+    expect(oc.imagePullPolicy).toBe("IfNotPresent");
+    expect(op.spec.template.spec.serviceAccountName).toBe(`${FULL}-operator`);
+    expect(svc.spec.template.spec.serviceAccountName).toBe(FULL);
+    find(objs, "ServiceAccount", FULL);
+    find(objs, "ServiceAccount", `${FULL}-operator`);
+    for (const kind of ["ServiceMonitor", "Certificate", "Ingress", "PodMonitor"])
+      expect(objs.some((o) => o.kind === kind)).toBe(false);
+    for (const d of deployments) {
+      expect(d.spec.template.spec.priorityClassName).toBeUndefined();
+      expect(d.spec.template.spec.topologySpreadConstraints).toBeUndefined();
+      expect(d.spec.template.metadata.labels).toEqual(d.spec.selector.matchLabels);
+    }
+    expect(env(c, "TOLLGATE_PUBLIC_URL")).toBeUndefined();
+    // The chart's sidecar defaults are the operator's and the image's defaults.
+    const { config, sidecar } = injectedSidecar(oc);
+    expect(config.sidecar).toMatchObject({
+      mode: "native",
+      imagePullPolicy: "IfNotPresent",
+      resources: DEFAULT_SIDECAR_RESOURCES,
+      nodeOptions: SIDECAR_NODE_OPTIONS,
+      ports: DEFAULT_SIDECAR_PORTS,
+    });
+    expect(sidecar.ports.map((p: Obj) => p.name)).toEqual([PortName.grpc, PortName.metrics]);
+  });
+
+  it("conventions render: Ingress, ServiceAccounts, podLabels, scheduling, operator image", async () => {
+    const { objs } = await render(CONVENTIONS);
+    const ing = find(objs, "Ingress", FULL);
+    expect(ing.spec.ingressClassName).toBe("nginx");
+    expect(ing.metadata.annotations).toEqual({ "cert-manager.io/cluster-issuer": "letsencrypt" });
+    expect(ing.spec.tls).toEqual([{ secretName: "tollgate-tls", hosts: ["tollgate.example.com"] }]);
+    expect(ing.spec.rules.map((r: Obj) => r.host)).toEqual(["tollgate.example.com", "approvals.example.com"]);
+    const service = find(objs, "Service", FULL);
+    for (const rule of ing.spec.rules) {
+      // Paths default to / Prefix; the backend is the service's named http port.
+      expect(rule.http.paths).toEqual([
+        { path: "/", pathType: "Prefix", backend: { service: { name: FULL, port: { name: "http" } } } },
+      ]);
+    }
+    expect(service.spec.ports.map((p: Obj) => p.name)).toContain("http");
+
+    const svc = find(objs, "Deployment", FULL);
+    const pod = svc.spec.template;
+    // The first host, with TLS, is the base URL of approval and verification links.
+    expect(env(pod.spec.containers[0], "TOLLGATE_PUBLIC_URL").value).toBe("https://tollgate.example.com");
+    // podLabels are added; the selector labels win, so the Deployment still selects its pods.
+    expect(pod.metadata.labels).toEqual({ ...svc.spec.selector.matchLabels, team: "platform" });
+    expect(pod.metadata.labels["app.kubernetes.io/component"]).toBe("service");
+    expect(pod.spec.priorityClassName).toBe("platform-high");
+    expect(pod.spec.tolerations).toEqual([{ key: "dedicated", operator: "Exists" }]);
+    expect(pod.spec.topologySpreadConstraints).toEqual([
+      {
+        maxSkew: 1,
+        topologyKey: "topology.kubernetes.io/zone",
+        whenUnsatisfiable: "ScheduleAnyway",
+        labelSelector: { matchLabels: svc.spec.selector.matchLabels },
+      },
+    ]);
+    const sa = find(objs, "ServiceAccount", FULL);
+    expect(sa.metadata.annotations).toEqual({
+      "eks.amazonaws.com/role-arn": "arn:aws:iam::111122223333:role/tollgate",
+    });
+    expect(sa.automountServiceAccountToken).toBe(false);
+
+    // The operator runs as an existing ServiceAccount, which the chart's RBAC binds.
+    const op = find(objs, "Deployment", `${FULL}-operator`);
+    const opPod = op.spec.template.spec;
+    expect(opPod.serviceAccountName).toBe("tollgate-operator-wi");
+    expect(objs.filter((o) => o.kind === "ServiceAccount").map((o) => o.metadata.name)).toEqual([FULL]);
+    for (const kind of ["ClusterRoleBinding", "RoleBinding"])
+      expect(find(objs, kind, `${FULL}-operator`).subjects).toEqual([
+        { kind: "ServiceAccount", name: "tollgate-operator-wi", namespace: NS },
+      ]);
+    expect(op.spec.template.metadata.labels.team).toBe("platform");
+    expect(opPod.priorityClassName).toBe("system-cluster-critical");
+    // A labelSelector of the user's own stays as given.
+    expect(opPod.topologySpreadConstraints[0].labelSelector).toEqual({ matchLabels: { custom: "yes" } });
+    const oc = opPod.containers[0];
+    expect(oc.image).toBe("registry.example.com/tollgate:9.9.9");
+    expect(oc.imagePullPolicy).toBe("Always");
+    expect(pod.spec.containers[0].image).toMatch(/^ghcr\.io\/tollgate\/tollgate:/); // the service keeps its own
+  });
+
+  it("conventions render: the sidecar's values reach the injected container through the operator", async () => {
+    const { objs } = await render(CONVENTIONS);
+    const oc = find(objs, "Deployment", `${FULL}-operator`).spec.template.spec.containers[0];
+    const { pod, sidecar } = injectedSidecar(oc);
+    expect(sidecar.imagePullPolicy).toBe("Always");
+    expect(sidecar.resources).toEqual({
+      requests: { cpu: "20m", memory: "80Mi" },
+      limits: { cpu: "1", memory: "192Mi" },
+    });
+    const sidecarEnv = envRecord(sidecar);
+    expect(sidecarEnv.NODE_OPTIONS).toBe("--max-semi-space-size=1 --max-old-space-size=96");
+    expect(sidecarEnv.TOLLGATE_GRPC_ADDRESS).toBe("127.0.0.1:6000");
+    expect(sidecarEnv.TOLLGATE_HTTP_ADDRESS).toBe("127.0.0.1:6001");
+    expect(sidecarEnv.TOLLGATE_PROBE_ADDRESS).toBe("0.0.0.0:6002");
+    expect(sidecar.ports).toEqual([
+      { name: "grpc", containerPort: 6000, protocol: "TCP" },
+      { name: "http-metrics", containerPort: 6002, protocol: "TCP" },
+    ]);
+    expect(sidecar.readinessProbe.httpGet.port).toBe("http-metrics");
+
+    // The PodMonitor selects what the webhook sets: the label and the port name.
+    const pm = find(objs, "PodMonitor", `${FULL}-sidecar`);
+    expect(pm.metadata.labels.release).toBe("prometheus");
+    expect(pm.spec.selector.matchLabels).toEqual({ [Labels.sidecar]: SIDECAR_LABEL_VALUE });
+    expect(pod.metadata.labels[Labels.sidecar]).toBe(SIDECAR_LABEL_VALUE);
+    expect(pm.spec.namespaceSelector).toEqual({ matchNames: ["acme-agents", "globex-agents"] });
+    const [endpoint] = pm.spec.podMetricsEndpoints;
+    expect(endpoint).toMatchObject({ port: PortName.metrics, path: "/metrics", interval: "15s" });
+    expect(sidecar.ports.map((p: Obj) => p.name)).toContain(endpoint.port);
+    expect(endpoint.relabelings).toEqual([
+      { sourceLabels: ["__meta_kubernetes_pod_container_name"], regex: SIDECAR_CONTAINER, action: "keep" },
+    ]);
+
+    const anyNs = await render(["sidecar.podMonitor.enabled=true"]);
+    expect(find(anyNs.objs, "PodMonitor", `${FULL}-sidecar`).spec.namespaceSelector).toEqual({ any: true });
   });
 
   it("default render: webhook equals the operator's builder; RBAC equals operator/rbac.ts", async () => {
@@ -284,6 +482,12 @@ describe("charts/tollgate", () => {
     // The sidecar image defaults to the V8 flags the webhook injects.
     const nodeOptions = stage("sidecar").match(/^ENV NODE_OPTIONS="(.*)"$/m)?.[1];
     expect(nodeOptions).toBe(SIDECAR_NODE_OPTIONS);
+    // ... and so do the chart's values (documented in values.yaml with their measurements).
+    expect(values.sidecar.nodeOptions).toBe(SIDECAR_NODE_OPTIONS);
+    expect(values.sidecar.resources).toEqual(DEFAULT_SIDECAR_RESOURCES);
+    expect(values.sidecar.ports).toEqual(DEFAULT_SIDECAR_PORTS);
+    const exposed = (stage("sidecar").match(/^EXPOSE (.*)$/m)?.[1] ?? "").split(/\s+/).map(Number);
+    expect(exposed).toEqual(expect.arrayContaining([values.sidecar.ports.grpc, values.sidecar.ports.http]));
     const user = stage("base").match(/^USER (\d+):(\d+)$/m);
     expect(user?.slice(1).map(Number)).toEqual([
       values.podSecurityContext.runAsUser,
@@ -319,6 +523,27 @@ describe("charts/tollgate", () => {
     expect(lease.stderr).toMatch(/renewDeadlineSeconds/);
   });
 
+  it.each([
+    [["serviceAccount.create=false"], /serviceAccount/],
+    [["service.serviceAccount.annotation.x=y"], /annotation/],
+    [["operator.image.pullPolicy=Sometimes"], /pullPolicy/],
+    [["sidecar.image.pullPolicy=Sometimes"], /pullPolicy/],
+    [["sidecar.ports.metrics=70000"], /metrics/],
+    [["sidecar.ports.http=9091"], /sidecar\.ports.*must differ/],
+    [["sidecar.nodeOptions=max-old-space-size=96"], /nodeOptions/],
+    [["sidecar.resources.request.cpu=1"], /request/],
+    [["sidecar.podMonitor.interval=often"], /interval/],
+    [["ingress.enabled=true"], /ingress\.hosts/],
+    [["ingress.enabled=true", "ingress.hosts[0].host=Not_A_Host"], /host/],
+    [["ingress.enabled=true", "ingress.hosts[0].host=a.example", "ingress.hosts[0].paths[0].path=x"], /path/],
+    [["service.topologySpreadConstraints[0].maxSkew=1"], /topologyKey/],
+    [["service.priorityClassName=Not Valid"], /priorityClassName/],
+  ])("rejects %s", async (set, message) => {
+    const r = await helm(["template", RELEASE, chart, ...set.flatMap((s) => ["--set", s])]);
+    expect(r.code).not.toBe(0);
+    expect(r.stderr).toMatch(message);
+  });
+
   it("kubectl apply --dry-run=server accepts the default render", async () => {
     const { text } = await render();
     const out = await k(["apply", "--dry-run=server", "-n", NS, "-f", "-"], text);
@@ -331,6 +556,11 @@ describe("charts/tollgate", () => {
   it("helm install, upgrade, uninstall and reinstall: secrets are generated once and kept with the CRDs", async () => {
     const install = await helm(["install", RELEASE, chart, "-n", NS]);
     expect(install.code, install.stderr).toBe(0);
+    // NOTES: how injected sidecars are found and scraped.
+    expect(install.stdout).toContain(
+      "Injected pods carry the label tollgate.dev/sidecar=injected; the sidecar serves /metrics on its port http-metrics (9091).",
+    );
+    expect(install.stdout).not.toContain("Public:");
     const read = async () =>
       JSON.parse(await k(["get", "secret", `${FULL}-secrets`, "-n", NS, "-o", "json"])).data;
     const first = await read();
@@ -382,6 +612,7 @@ describe("charts/tollgate", () => {
       stub("cert-manager.io", "Certificate", "certificates"),
       stub("cert-manager.io", "Issuer", "issuers"),
       stub("monitoring.coreos.com", "ServiceMonitor", "servicemonitors"),
+      stub("monitoring.coreos.com", "PodMonitor", "podmonitors"),
     ];
     await k(["apply", "-f", "-"], stubs.map((s) => JSON.stringify(s)).join("\n"));
     await k(["wait", "--for", "condition=established", "crd", "--all", "--timeout=60s"]);
@@ -392,5 +623,17 @@ describe("charts/tollgate", () => {
     );
     expect(out).toMatch(/servicemonitor.monitoring.coreos.com\/tg-tollgate created \(server dry run\)/);
     expect(out).toMatch(/configmap\/tg-tollgate-dashboard created \(server dry run\)/);
+
+    // The conventions render: the Ingress, the PodMonitor, Deployments with scheduling fields and a
+    // ServiceAccount of the user's (created here, as the user would).
+    await k(["create", "serviceaccount", "tollgate-operator-wi", "-n", NS]);
+    const conventions = await render(CONVENTIONS);
+    const applied = await k(["apply", "--dry-run=server", "-n", NS, "-f", "-"], conventions.text);
+    expect(applied).toMatch(/ingress.networking.k8s.io\/tg-tollgate created \(server dry run\)/);
+    expect(applied).toMatch(
+      /podmonitor.monitoring.coreos.com\/tg-tollgate-sidecar created \(server dry run\)/,
+    );
+    expect(applied).toMatch(/deployment.apps\/tg-tollgate-operator created \(server dry run\)/);
+    expect(applied).toMatch(/serviceaccount\/tg-tollgate created \(server dry run\)/);
   });
 });

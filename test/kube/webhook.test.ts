@@ -22,7 +22,13 @@ interface StoredPod {
     labels?: Record<string, string>;
   };
   spec: {
-    containers: Array<{ name: string; env?: Array<{ name: string; value?: string }>; image?: string }>;
+    containers: Array<{
+      name: string;
+      env?: Array<{ name: string; value?: string }>;
+      image?: string;
+      ports?: Array<{ name?: string; containerPort: number }>;
+      readinessProbe?: { httpGet?: { port: string | number } };
+    }>;
     volumes?: Array<{ name: string; secret?: { secretName: string } }>;
   };
 }
@@ -96,6 +102,12 @@ describe("the sidecar-injecting webhook behind a real API server", () => {
     expect(stored.metadata.annotations?.["tollgate.dev/injected"]).toBe("true");
     expect(stored.spec.containers.map((c) => c.name)).toEqual(["tollgate-sidecar", "agent"]);
     expect(sidecars(stored)[0]!.image).toBe("ghcr.io/tollgate/sidecar:test");
+    // The label a PodMonitor selects, and the named ports it and the probes use.
+    expect(stored.metadata.labels).toEqual({ app: "billing-agent", "tollgate.dev/sidecar": "injected" });
+    expect(sidecars(stored)[0]!.ports).toEqual([
+      { name: "grpc", containerPort: 50051, protocol: "TCP" },
+      { name: "http-metrics", containerPort: 9091, protocol: "TCP" },
+    ]);
     expect(envOf(stored)).toEqual({
       TOLLGATE_SERVICE_URL: "http://tollgate.tollgate-system.svc:8000",
       TOLLGATE_API_KEY_FILE: "/var/run/tollgate/api-key",
@@ -114,6 +126,29 @@ describe("the sidecar-injecting webhook behind a real API server", () => {
         }),
       ]),
     );
+  });
+
+  it("leaves the agent's own port names to it (a Service's named targetPort keeps resolving to the agent)", async () => {
+    const p = pod("named-ports", "governed", { labels: { app: "named" } });
+    p.spec.containers = [
+      {
+        name: "agent",
+        image: "registry.example/agent:1",
+        ports: [
+          { name: "grpc", containerPort: 7000 },
+          { name: "http-metrics", containerPort: 7001 },
+        ],
+      } as (typeof p.spec.containers)[number],
+    ];
+    await fx.env.apply(p);
+    const stored = (await fx.env.get("pod", "named-ports", "governed")) as StoredPod;
+    const sidecar = sidecars(stored)[0]!;
+    expect(sidecar.ports).toEqual([
+      { containerPort: 50051, protocol: "TCP" },
+      { containerPort: 9091, protocol: "TCP" },
+    ]);
+    expect(sidecar.readinessProbe?.httpGet?.port).toBe(9091);
+    expect(stored.spec.containers[1]!.ports?.map((x) => x.name)).toEqual(["grpc", "http-metrics"]);
   });
 
   it("does not inject twice: a Pod created again from its stored (injected) manifest keeps one sidecar", async () => {

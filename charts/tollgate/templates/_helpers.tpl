@@ -59,6 +59,86 @@ app.kubernetes.io/component: {{ .component }}
 {{- printf "http://%s.%s.svc:%d" (include "tollgate.fullname" .) .Release.Namespace (int .Values.service.port) }}
 {{- end }}
 
+{{/*
+  ServiceAccount name of a component; pass (dict "sa" .Values.x.serviceAccount "default" "<name>"):
+  serviceAccount.name, else the component's name when the chart creates it, else "default".
+*/}}
+{{- define "tollgate.serviceAccountName" -}}
+{{- if .sa.create -}}
+{{- default .default .sa.name -}}
+{{- else -}}
+{{- default "default" .sa.name -}}
+{{- end -}}
+{{- end -}}
+{{- define "tollgate.serviceServiceAccountName" -}}
+{{- include "tollgate.serviceAccountName" (dict "sa" .Values.service.serviceAccount "default" (include "tollgate.fullname" .)) -}}
+{{- end -}}
+{{- define "tollgate.operatorServiceAccountName" -}}
+{{- include "tollgate.serviceAccountName" (dict "sa" .Values.operator.serviceAccount "default" (include "tollgate.operatorName" .)) -}}
+{{- end -}}
+
+{{/*
+  Pod template labels: the selector labels plus podLabels (the selector labels win on a clash, so
+  the Deployment keeps selecting its pods); pass (dict "ctx" $ "component" "service" "podLabels" map).
+*/}}
+{{- define "tollgate.podLabels" -}}
+{{- $selector := include "tollgate.selectorLabels" (dict "ctx" .ctx "component" .component) | fromYaml }}
+{{- toYaml (merge $selector (.podLabels | default dict)) }}
+{{- end -}}
+
+{{/*
+  Pod scheduling fields shared by the Deployments: priorityClassName, topologySpreadConstraints (a
+  constraint without labelSelector gets the component's selector labels), nodeSelector,
+  tolerations, affinity; pass (dict "ctx" $ "component" "service" "values" .Values.service).
+*/}}
+{{- define "tollgate.podScheduling" -}}
+{{- with .values.priorityClassName }}
+priorityClassName: {{ . }}
+{{- end }}
+{{- if .values.topologySpreadConstraints }}
+{{- $selector := include "tollgate.selectorLabels" (dict "ctx" .ctx "component" .component) | fromYaml }}
+topologySpreadConstraints:
+{{- range .values.topologySpreadConstraints }}
+{{- $c := deepCopy . }}
+{{- if not $c.labelSelector }}
+{{- $_ := set $c "labelSelector" (dict "matchLabels" $selector) }}
+{{- end }}
+  - {{ toYaml $c | nindent 4 | trim }}
+{{- end }}
+{{- end }}
+{{- with .values.nodeSelector }}
+nodeSelector:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- with .values.tolerations }}
+tolerations:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- with .values.affinity }}
+affinity:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- end -}}
+
+{{/*
+  Base URL of approval and verification links: service.publicUrl, else the first Ingress host
+  (https when a tls entry lists it), else empty (the service then uses http://localhost:PORT).
+*/}}
+{{- define "tollgate.publicUrl" -}}
+{{- if .Values.service.publicUrl -}}
+{{- .Values.service.publicUrl -}}
+{{- else if and .Values.ingress.enabled .Values.ingress.hosts -}}
+{{- $host := (first .Values.ingress.hosts).host -}}
+{{- $tls := false -}}
+{{- range .Values.ingress.tls -}}
+{{- if has $host (.hosts | default list) -}}{{- $tls = true -}}{{- end -}}
+{{- end -}}
+{{- if not (hasPrefix "*" $host) -}}
+{{- printf "%s://%s" (ternary "https" "http" $tls) $host -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+
 {{/* Fails the render on combinations the schema cannot express. */}}
 {{- define "tollgate.validate" -}}
 {{- if and (not .Values.database.existingSecret) (gt (int .Values.service.replicas) 1) }}
@@ -66,6 +146,14 @@ app.kubernetes.io/component: {{ .component }}
 {{- end }}
 {{- if ge (int .Values.operator.leaderElection.renewDeadlineSeconds) (int .Values.operator.leaderElection.leaseDurationSeconds) }}
 {{- fail "operator.leaderElection.renewDeadlineSeconds must be less than leaseDurationSeconds" }}
+{{- end }}
+{{- if and .Values.ingress.enabled (not .Values.ingress.hosts) }}
+{{- fail "ingress.enabled needs at least one entry in ingress.hosts" }}
+{{- end }}
+{{- with .Values.sidecar.ports }}
+{{- if or (eq (int .grpc) (int .http)) (eq (int .grpc) (int .metrics)) (eq (int .http) (int .metrics)) }}
+{{- fail "sidecar.ports.grpc, sidecar.ports.http and sidecar.ports.metrics must differ (the sidecar listens on all three in one pod)" }}
+{{- end }}
 {{- end }}
 {{- end }}
 

@@ -110,7 +110,8 @@ async function initializePglite(dataDir: string): Promise<void> {
   const entry = createRequire(import.meta.url).resolve("@electric-sql/pglite");
   const script = `const { PGlite } = require(${JSON.stringify(entry)});
 PGlite.create(process.argv[1], { postgresqlconf: ${JSON.stringify(PGLITE_SETTINGS)} }).then((db) => db.close());`;
-  await promisify(execFile)(process.execPath, ["-e", script, dataDir], {
+  // Liftoff-only here too: ~10% lower initdb peak (the child's code is thrown away anyway).
+  await promisify(execFile)(process.execPath, ["--liftoff-only", "-e", script, dataDir], {
     timeout: 300_000,
     env: { PATH: process.env.PATH ?? "", HOME: process.env.HOME ?? "/tmp" },
   }).catch((err: Error & { stderr?: string }) => {

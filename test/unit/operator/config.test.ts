@@ -1,5 +1,9 @@
 import { describe, expect, it } from "vitest";
-import { loadOperatorConfig, OperatorConfigError } from "../../../operator/config.js";
+import {
+  loadOperatorConfig,
+  OperatorConfigError,
+  operatorEnvironmentHelp,
+} from "../../../operator/config.js";
 import { nextStatus } from "../../../operator/controller/conditions.js";
 import { AppliedGenerations, classifyFailure, formatIssues } from "../../../operator/controller/resource.js";
 import {
@@ -9,6 +13,11 @@ import {
 } from "../../../operator/crds/schema.js";
 import { INFORMER_BACKOFF, nextBackoff } from "../../../operator/kube/informer.js";
 import { ServiceError } from "../../../operator/service/client.js";
+import {
+  DEFAULT_SIDECAR_PORTS,
+  DEFAULT_SIDECAR_RESOURCES,
+  SIDECAR_NODE_OPTIONS,
+} from "../../../operator/webhook/patch.js";
 
 const base = {
   TOLLGATE_SERVICE_URL: "http://tollgate:8000",
@@ -57,6 +66,83 @@ describe("loadOperatorConfig", () => {
         TOLLGATE_LEASE_RENEW_DEADLINE_SECONDS: "5",
       }),
     ).toThrow(/RENEW_DEADLINE/);
+  });
+});
+
+describe("loadOperatorConfig: the injected sidecar (chart values sidecar.*)", () => {
+  it("defaults to what the sidecar image and the chart's values.yaml set", () => {
+    const c = loadOperatorConfig(base);
+    expect(c.sidecar).toMatchObject({
+      imagePullPolicy: "IfNotPresent",
+      resources: DEFAULT_SIDECAR_RESOURCES,
+      nodeOptions: SIDECAR_NODE_OPTIONS,
+      ports: DEFAULT_SIDECAR_PORTS,
+    });
+  });
+
+  it("parses the variables the chart renders", () => {
+    const c = loadOperatorConfig({
+      ...base,
+      TOLLGATE_SIDECAR_IMAGE_PULL_POLICY: "Always",
+      TOLLGATE_SIDECAR_RESOURCES:
+        '{"limits":{"memory":"192Mi","cpu":1},"requests":{"cpu":"20m","memory":"80Mi"}}',
+      TOLLGATE_SIDECAR_NODE_OPTIONS: " --max-old-space-size=96  --max_semi_space_size=2 ",
+      TOLLGATE_SIDECAR_GRPC_PORT: "6000",
+      TOLLGATE_SIDECAR_HTTP_PORT: "6001",
+      TOLLGATE_SIDECAR_METRICS_PORT: "6002",
+    });
+    expect(c.sidecar).toMatchObject({
+      imagePullPolicy: "Always",
+      // Integer quantities (YAML `cpu: 1`) become strings, as the pod spec stores them.
+      resources: { limits: { memory: "192Mi", cpu: "1" }, requests: { cpu: "20m", memory: "80Mi" } },
+      nodeOptions: "--max-old-space-size=96  --max_semi_space_size=2",
+      ports: { grpc: 6000, http: 6001, metrics: 6002 },
+    });
+  });
+
+  it("an empty NODE_OPTIONS value is kept (the image's default applies)", () => {
+    expect(loadOperatorConfig({ ...base, TOLLGATE_SIDECAR_NODE_OPTIONS: "" }).sidecar.nodeOptions).toBe("");
+  });
+
+  it.each([
+    ["TOLLGATE_SIDECAR_IMAGE_PULL_POLICY", "Sometimes", /TOLLGATE_SIDECAR_IMAGE_PULL_POLICY/],
+    ["TOLLGATE_SIDECAR_RESOURCES", "{requests:", /TOLLGATE_SIDECAR_RESOURCES: must be JSON/],
+    [
+      "TOLLGATE_SIDECAR_RESOURCES",
+      '{"limits":{"memory":"lots"}}',
+      /TOLLGATE_SIDECAR_RESOURCES\.limits\.memory/,
+    ],
+    ["TOLLGATE_SIDECAR_RESOURCES", '{"limit":{"memory":"1Gi"}}', /TOLLGATE_SIDECAR_RESOURCES/],
+    [
+      "TOLLGATE_SIDECAR_RESOURCES",
+      '{"requests":{"memory":-1}}',
+      /TOLLGATE_SIDECAR_RESOURCES\.requests\.memory/,
+    ],
+    // Node.js refuses these in NODE_OPTIONS: every injected sidecar would fail to start.
+    [
+      "TOLLGATE_SIDECAR_NODE_OPTIONS",
+      "--max-old-space-size=128 --no-such-flag",
+      /--no-such-flag is not a flag/,
+    ],
+    ["TOLLGATE_SIDECAR_NODE_OPTIONS", "--print=1", /--print=1 is not a flag/],
+    ["TOLLGATE_SIDECAR_NODE_OPTIONS", "max-old-space-size=128", /max-old-space-size=128 is not a flag/],
+    ["TOLLGATE_SIDECAR_GRPC_PORT", "0", /TOLLGATE_SIDECAR_GRPC_PORT/],
+    ["TOLLGATE_SIDECAR_METRICS_PORT", "70000", /TOLLGATE_SIDECAR_METRICS_PORT/],
+    ["TOLLGATE_SIDECAR_HTTP_PORT", "9091", /must differ/],
+  ])("refuses %s=%s, naming the variable", (name, value, message) => {
+    expect(() => loadOperatorConfig({ ...base, [name]: value })).toThrow(message);
+  });
+
+  it("lists the sidecar variables with their defaults in --help", () => {
+    const help = operatorEnvironmentHelp();
+    expect(help).toMatch(
+      /TOLLGATE_SIDECAR_NODE_OPTIONS\s+.*\[default: "--max-semi-space-size=1 --max-old-space-size=128"\]/,
+    );
+    expect(help).toMatch(
+      /TOLLGATE_SIDECAR_RESOURCES\s+.*\[default: \{"requests":\{"cpu":"50m","memory":"96Mi"\}/,
+    );
+    expect(help).toMatch(/TOLLGATE_SIDECAR_METRICS_PORT\s+.*\[default: 9091\]/);
+    expect(help).toMatch(/TOLLGATE_SIDECAR_IMAGE_PULL_POLICY\s+.*\[default: "IfNotPresent"\]/);
   });
 });
 

@@ -3,11 +3,14 @@ import {
   agentNameOf,
   applyPatch,
   buildInjection,
+  DEFAULT_SIDECAR_RESOURCES,
   type InjectionConfig,
   type NamespaceLike,
   type PodLike,
   pointerSegment,
+  SIDECAR_NODE_OPTIONS,
   skipReason,
+  takenPortNames,
 } from "../../../operator/webhook/patch.js";
 
 const cfg: InjectionConfig = {
@@ -23,6 +26,10 @@ const pod = (meta: PodLike["metadata"] = {}, spec: PodLike["spec"] = {}): PodLik
   metadata: { name: "agent-1", ...meta },
   spec: { containers: [{ name: "agent" }], ...spec },
 });
+const sidecarOf = (p: PodLike): Record<string, any> =>
+  [...((p.spec as any).containers ?? []), ...((p.spec as any).initContainers ?? [])].find(
+    (x: { name: string }) => x.name === "tollgate-sidecar",
+  );
 const envOf = (p: PodLike) => {
   const containers = [...((p.spec as any).containers ?? []), ...((p.spec as any).initContainers ?? [])];
   const c = containers.find((x: { name: string }) => x.name === "tollgate-sidecar");
@@ -106,6 +113,7 @@ describe("buildInjection", () => {
     if (d.kind !== "inject") return;
     expect(d.patch.map((o) => o.path)).toEqual([
       "/metadata/annotations",
+      "/metadata/labels/tollgate.dev~1sidecar",
       "/spec/containers/0",
       "/spec/volumes",
     ]);
@@ -114,7 +122,15 @@ describe("buildInjection", () => {
       "tollgate.dev/injected": "true",
       "kubectl.kubernetes.io/default-container": "agent",
     });
+    // The label the chart's PodMonitor selects; the pod's own labels stay.
+    expect(out.metadata.labels).toEqual({ app: "payer", "tollgate.dev/sidecar": "injected" });
     expect(out.spec.containers.map((c: { name: string }) => c.name)).toEqual(["tollgate-sidecar", "agent"]);
+    expect(sidecarOf(out).imagePullPolicy).toBe("IfNotPresent");
+    expect(sidecarOf(out).resources).toEqual(DEFAULT_SIDECAR_RESOURCES);
+    expect(sidecarOf(out).ports).toEqual([
+      { name: "grpc", containerPort: 50051, protocol: "TCP" },
+      { name: "http-metrics", containerPort: 9091, protocol: "TCP" },
+    ]);
     const sidecar = out.spec.containers[0];
     expect(sidecar.image).toBe(cfg.image);
     expect(sidecar.command).toBeUndefined();
@@ -143,6 +159,18 @@ describe("buildInjection", () => {
     });
   });
 
+  it("creates the labels map of a pod without labels", () => {
+    const p: PodLike = { metadata: { name: "bare" }, spec: { containers: [{ name: "agent" }] } };
+    const d = buildInjection(p, governed, cfg);
+    if (d.kind !== "inject") throw new Error(d.kind);
+    expect(d.patch).toContainEqual({
+      op: "add",
+      path: "/metadata/labels",
+      value: { "tollgate.dev/sidecar": "injected" },
+    });
+    expect((applyPatch(p, d.patch) as any).metadata.labels).toEqual({ "tollgate.dev/sidecar": "injected" });
+  });
+
   it("appends to existing annotations and volumes (escaping the annotation key)", () => {
     const p = pod(
       { annotations: { team: "x" } },
@@ -153,6 +181,7 @@ describe("buildInjection", () => {
     expect(d.patch.map((o) => o.path)).toEqual([
       "/metadata/annotations/tollgate.dev~1injected",
       "/metadata/annotations/kubectl.kubernetes.io~1default-container",
+      "/metadata/labels",
       "/spec/containers/0",
       "/spec/volumes/-",
     ]);
@@ -217,21 +246,21 @@ describe("buildInjection", () => {
 
     it("has startup, readiness and liveness probes on a named port of the sidecar", () => {
       const { sidecar } = injected();
-      const port = sidecar.ports.find((x: { name: string }) => x.name === "tollgate-probe");
-      expect(port).toEqual({ name: "tollgate-probe", containerPort: 9091, protocol: "TCP" });
+      const port = sidecar.ports.find((x: { name: string }) => x.name === "http-metrics");
+      expect(port).toEqual({ name: "http-metrics", containerPort: 9091, protocol: "TCP" });
       expect(sidecar.startupProbe.httpGet).toEqual({
         path: "/readyz",
-        port: "tollgate-probe",
+        port: "http-metrics",
         scheme: "HTTP",
       });
       expect(sidecar.readinessProbe.httpGet).toEqual({
         path: "/readyz",
-        port: "tollgate-probe",
+        port: "http-metrics",
         scheme: "HTTP",
       });
       expect(sidecar.livenessProbe.httpGet).toEqual({
         path: "/healthz",
-        port: "tollgate-probe",
+        port: "http-metrics",
         scheme: "HTTP",
       });
       // Fast start-up detection, generous start-up budget.
@@ -298,6 +327,87 @@ describe("buildInjection", () => {
     expect(await exited).toBe(0);
     expect(new Set(paths)).toEqual(new Set(["/readyz"]));
     await new Promise<void>((r) => probe.close(() => r()));
+  });
+
+  describe.each(["container", "native"] as const)("settings from the chart (%s mode)", (mode) => {
+    const configured: InjectionConfig = {
+      ...cfg,
+      mode,
+      imagePullPolicy: "Always",
+      nodeOptions: "--max-old-space-size=96 --stack-trace-limit=20",
+      resources: { requests: { cpu: "20m", memory: "80Mi" }, limits: { cpu: "1", memory: "192Mi" } },
+      ports: { grpc: 6000, http: 6001, metrics: 6002 },
+    };
+    const inject = (p: PodLike, c: InjectionConfig = configured) => {
+      const d = buildInjection(p, governed, c);
+      if (d.kind !== "inject") throw new Error(d.kind);
+      return sidecarOf(applyPatch(p, d.patch));
+    };
+
+    it("uses the configured pull policy, resources, V8 flags and ports everywhere they appear", () => {
+      const sidecar = inject(pod());
+      expect(sidecar.imagePullPolicy).toBe("Always");
+      expect(sidecar.resources).toEqual(configured.resources);
+      const env = Object.fromEntries(
+        sidecar.env.map((e: { name: string; value: string }) => [e.name, e.value]),
+      );
+      expect(env.NODE_OPTIONS).toBe("--max-old-space-size=96 --stack-trace-limit=20");
+      expect(env.TOLLGATE_GRPC_ADDRESS).toBe("127.0.0.1:6000");
+      expect(env.TOLLGATE_HTTP_ADDRESS).toBe("127.0.0.1:6001");
+      expect(env.TOLLGATE_PROBE_ADDRESS).toBe("0.0.0.0:6002");
+      expect(sidecar.ports).toEqual([
+        { name: "grpc", containerPort: 6000, protocol: "TCP" },
+        { name: "http-metrics", containerPort: 6002, protocol: "TCP" },
+      ]);
+      for (const probe of ["startupProbe", "readinessProbe", "livenessProbe"])
+        expect(sidecar[probe].httpGet.port).toBe("http-metrics");
+      if (mode === "container") expect(sidecar.lifecycle.postStart.exec.command[2]).toContain("port:6002");
+    });
+
+    it("an empty nodeOptions sets no NODE_OPTIONS (the image's default applies)", () => {
+      const sidecar = inject(pod(), { ...configured, nodeOptions: "" });
+      expect(sidecar.env.map((e: { name: string }) => e.name)).not.toContain("NODE_OPTIONS");
+    });
+
+    it("never shares the resources object between pods", () => {
+      const a = inject(pod());
+      a.resources.limits.memory = "1Gi";
+      expect(inject(pod()).resources.limits.memory).toBe("192Mi");
+      const b = inject(pod(), cfg);
+      b.resources.limits.memory = "1Gi";
+      expect(DEFAULT_SIDECAR_RESOURCES.limits?.memory).toBe("256Mi");
+    });
+
+    // A Service's named targetPort resolves to the first container declaring the name, and in
+    // container mode the sidecar comes first: it must not take a name the agent uses.
+    it("leaves a port name the agent's containers use to them, probing by number instead", () => {
+      const p = pod(
+        {},
+        {
+          containers: [{ name: "agent", ports: [{ name: "grpc" }, { name: "http-metrics" }] }],
+          initContainers: [{ name: "setup", ports: [{}] }],
+        },
+      );
+      expect(takenPortNames(p)).toEqual(new Set(["grpc", "http-metrics"]));
+      const sidecar = inject(p);
+      expect(sidecar.ports).toEqual([
+        { containerPort: 6000, protocol: "TCP" },
+        { containerPort: 6002, protocol: "TCP" },
+      ]);
+      for (const probe of ["startupProbe", "readinessProbe", "livenessProbe"])
+        expect(sidecar[probe].httpGet.port).toBe(6002);
+    });
+
+    it("keeps a name that only another name resembles", () => {
+      const p = pod({}, { containers: [{ name: "agent", ports: [{ name: "http" }, { name: "metrics" }] }] });
+      expect(inject(p).ports.map((x: { name?: string }) => x.name)).toEqual(["grpc", "http-metrics"]);
+    });
+  });
+
+  it("defaults to the V8 flags the sidecar image sets", () => {
+    const d = buildInjection(pod(), governed, cfg);
+    if (d.kind !== "inject") throw new Error(d.kind);
+    expect(envOf(applyPatch(pod(), d.patch)).NODE_OPTIONS).toBe(SIDECAR_NODE_OPTIONS);
   });
 
   it("is idempotent: the patched pod is not injected again", () => {
