@@ -1,0 +1,111 @@
+/**
+ * The TypeScript SDK as users install it: `npm run build:sdk`, `npm pack packages/sdk`, the
+ * tarball installed into a fresh project with npm, then imported from plain Node.js (no tsx) to
+ * govern a real action against the real service, and type-checked by a TypeScript consumer.
+ */
+import { execFile, execFileSync } from "node:child_process";
+import { mkdtempSync, readdirSync, rmSync, writeFileSync } from "node:fs";
+import os from "node:os";
+import path from "node:path";
+import { promisify } from "node:util";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { startTestService, type TestService } from "../support/service.js";
+
+const root = path.resolve(import.meta.dirname, "../..");
+const run = promisify(execFile);
+
+describe("@tollgate/sdk installed from its npm pack tarball", () => {
+  let dir: string;
+  let t: TestService;
+  let org: Awaited<ReturnType<TestService["bootstrapOrg"]>>;
+
+  beforeAll(async () => {
+    dir = mkdtempSync(path.join(os.tmpdir(), "tg-sdk-package-"));
+    execFileSync(process.execPath, [path.join(root, "scripts/build-sdk.mjs")], { cwd: root, stdio: "pipe" });
+    await run("npm", ["pack", path.join(root, "packages/sdk"), "--pack-destination", dir], { cwd: dir });
+    const tarball = readdirSync(dir).find((f) => f.endsWith(".tgz"));
+    if (!tarball) throw new Error("npm pack made no tarball");
+    writeFileSync(
+      path.join(dir, "package.json"),
+      JSON.stringify({ name: "consumer", private: true, type: "module" }),
+    );
+    // @types/node: the SDK is a Node.js library, so its declarations use Node's types.
+    await run(
+      "npm",
+      ["install", "--no-audit", "--no-fund", "--prefer-offline", `./${tarball}`, "@types/node@20"],
+      {
+        cwd: dir,
+        timeout: 240_000,
+      },
+    );
+    // The e2e project sets no database: the embedded one, as a first trial runs.
+    process.env.TOLLGATE_TEST_DB ??= "pglite";
+    t = await startTestService({ listen: true });
+    org = await t.bootstrapOrg("sdk-package");
+  }, 300_000);
+  afterAll(async () => {
+    await t?.close();
+    if (dir) rmSync(dir, { recursive: true, force: true });
+  });
+
+  it("imports from plain Node.js and governs an action against the real service", async () => {
+    writeFileSync(
+      path.join(dir, "consumer.mjs"),
+      `import { Chain, init, ServiceApiError } from "@tollgate/sdk";
+init(process.env.KEY, { backendUrl: process.env.URL });
+const chain = await new Chain("packaged").enter();
+const decision = await chain.recordAgentAction("clerk", "tool_call", "read_file", { path: "/tmp/a" });
+const done = await chain.exit();
+console.log(JSON.stringify({ decision: decision.policyDecision, receipt: done.receiptNumber, typed: typeof ServiceApiError }));
+`,
+    );
+    const { stdout } = await run(process.execPath, ["consumer.mjs"], {
+      cwd: dir,
+      env: { PATH: process.env.PATH ?? "", KEY: org.clientKey, URL: t.url },
+    });
+    expect(JSON.parse(stdout)).toEqual({
+      decision: "allow",
+      receipt: expect.stringMatching(/^PR-\d{4}-\d{5}$/),
+      typed: "function",
+    });
+  });
+
+  it("type-checks a TypeScript consumer against the package's declarations", async () => {
+    writeFileSync(
+      path.join(dir, "consumer.ts"),
+      `import { Chain, type PolicyDecision, ServiceClient } from "@tollgate/sdk";
+const chain: Chain = new Chain("typed");
+const d: Promise<PolicyDecision> = chain.recordAgentAction("a", "tool_call", "x");
+const c: ServiceClient = new ServiceClient({ apiKey: "tg_x" });
+export { c, d };
+`,
+    );
+    writeFileSync(
+      path.join(dir, "tsconfig.json"),
+      JSON.stringify({
+        compilerOptions: {
+          module: "NodeNext",
+          moduleResolution: "NodeNext",
+          target: "ES2023",
+          // Chain is an AsyncDisposable (await using): the declarations name Symbol.asyncDispose.
+          lib: ["ES2023", "ESNext.Disposable"],
+          strict: true,
+          noEmit: true,
+          skipLibCheck: false,
+          types: ["node"],
+        },
+        files: ["consumer.ts"],
+      }),
+    );
+    const r = await run(
+      process.execPath,
+      [path.join(root, "node_modules/typescript/bin/tsc"), "-p", "tsconfig.json"],
+      { cwd: dir },
+    ).then(
+      () => ({ code: 0, out: "" }),
+      (e: { code: number; stdout: string }) => ({ code: e.code, out: e.stdout }),
+    );
+    expect(r.out).toBe("");
+    expect(r.code).toBe(0);
+  });
+});
