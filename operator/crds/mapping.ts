@@ -1,18 +1,18 @@
 /**
  * Pure mapping from the CRD specs (camelCase, ./schema.ts) to the bodies of the service admin API
- * (snake_case, src/service/domain/orgs.ts: OrganizationSpecSchema, PolicySpecSchema with
- * config = PolicyConfigPatchSchema, ApproverTeamSpecSchema). Keys the resource leaves unset are
- * left out of the body, so a policy only overrides what it sets.
+ * (snake_case, the contract's src/contract/v1/admin.ts: OrganizationSpecSchema, PolicySpecSchema
+ * with config = PolicyConfigPatchSchema, ApproverTeamSpecSchema). Keys the resource leaves unset
+ * are left out of the body, so a policy only overrides what it sets.
  *
- * The service's schemas are imported as types only: the operator talks to the service over HTTP
- * and never loads its code, while the compiler still catches a body that drifted from them.
+ * The operator talks to the service over HTTP only: it shares the wire contract, never the
+ * service's code, and the compiler catches a body that drifted from the contract.
  */
 import type { z } from "zod";
 import type {
   ApproverTeamSpecSchema as ServiceApproverTeamSchema,
   OrganizationSpecSchema as ServiceOrganizationSchema,
   PolicySpecSchema as ServicePolicySchema,
-} from "../../src/service/domain/orgs.ts";
+} from "../../src/contract/v1/admin.js";
 import type { ApproverTeamSpec, GovernancePolicySpec, OrganizationSpec } from "./schema.js";
 
 /** Body of PUT /v1/admin/organizations/{slug}. */

@@ -4,10 +4,8 @@
  * policy configuration an action is evaluated against.
  */
 import { createHash, randomUUID } from "node:crypto";
-import { z } from "zod";
 import { combinePolicies, mergePolicyConfig } from "../../policy/merge.js";
 import {
-  EvaluationModeSchema,
   type OrgState,
   type PolicyConfig,
   PolicyConfigPatchSchema,
@@ -17,64 +15,19 @@ import {
 import type { Database, Queryable } from "../db/pool.js";
 import { notFound } from "../errors.js";
 
-const slug = z
-  .string()
-  .min(1)
-  .max(63)
-  .regex(/^[a-z0-9]([a-z0-9-]*[a-z0-9])?$/, "must be lowercase letters, digits and hyphens");
-export const SlugSchema = slug;
-export const NameSchema = z
-  .string()
-  .min(1)
-  .max(253)
-  .regex(/^[a-z0-9]([a-z0-9.-]*[a-z0-9])?$/, "must be a lowercase DNS-style name");
+// The admin API's wire shapes live in the contract (src/contract/v1/admin.ts).
+export {
+  type ApproverTeamSpec,
+  ApproverTeamSpecSchema,
+  NameSchema,
+  type OrganizationSpec,
+  OrganizationSpecSchema,
+  type PolicySpec,
+  PolicySpecSchema,
+  SlugSchema,
+} from "../../contract/v1/admin.js";
 
-const toggle = z.object({ active: z.boolean(), reason: z.string().max(1000).nullable().optional() }).strict();
-
-/** Body of PUT /v1/admin/organizations/{slug} (also the Organization CRD spec, in snake_case). */
-export const OrganizationSpecSchema = z
-  .object({
-    display_name: z.string().max(200).optional(),
-    environment: z.string().min(1).max(63).default("production"),
-    kill_switch: toggle.default({ active: false }),
-    pause: toggle.default({ active: false }),
-    approval_timeout_hours: z.number().positive().max(8760).default(24),
-    evaluation_mode: EvaluationModeSchema.default("enforce"),
-    runaway_limits: RunawayLimitsSchema.partial().optional(),
-    managed_by: z.string().max(200).optional(),
-  })
-  .strict();
-export type OrganizationSpec = z.infer<typeof OrganizationSpecSchema>;
-
-/** Body of PUT /v1/admin/organizations/{slug}/policies/{name} (GovernancePolicy spec). */
-export const PolicySpecSchema = z
-  .object({
-    policy_version: z.string().min(1).max(100).optional(),
-    config: PolicyConfigPatchSchema,
-    managed_by: z.string().max(200).optional(),
-  })
-  .strict();
-export type PolicySpec = z.infer<typeof PolicySpecSchema>;
-
-/** Body of PUT /v1/admin/organizations/{slug}/approver-teams/{name} (ApproverTeam spec). */
-export const ApproverTeamSpecSchema = z
-  .object({
-    approvers: z
-      .array(
-        z
-          .object({
-            email: z.string().email(),
-            role: z.enum(["approver", "admin"]).default("approver"),
-            name: z.string().max(200).optional(),
-          })
-          .strict(),
-      )
-      .default([]),
-    fallback_approvers: z.array(z.string().email()).default([]),
-    managed_by: z.string().max(200).optional(),
-  })
-  .strict();
-export type ApproverTeamSpec = z.infer<typeof ApproverTeamSpecSchema>;
+import type { ApproverTeamSpec, OrganizationSpec, PolicySpec } from "../../contract/v1/admin.js";
 
 /** An organization row as the service uses it. */
 export interface Organization {
