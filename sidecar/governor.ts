@@ -20,10 +20,10 @@
 import { hash } from "node:crypto";
 import { performance } from "node:perf_hooks";
 import canonicalize from "canonicalize";
-import { fromWire } from "../src/sdk/decision.js";
 import {
   Chain,
   type ChainConfig,
+  decisionFromWire,
   type EventOutcome,
   type PolicyDecision,
   type Receipt,
@@ -550,7 +550,7 @@ export class Governor {
       const e = events.find((x) => x.event_id === eventId);
       if (!e) throw new GatewayError(ErrorCode.NOT_FOUND, "event_id: no such event in this chain");
       const raw = e as Record<string, unknown>;
-      return fromWire(e.decision, {
+      return decisionFromWire(e.decision, {
         eventId,
         sequence: typeof raw.sequence === "number" ? raw.sequence : null,
         approvalId: typeof raw.approval_id === "string" ? raw.approval_id : null,

@@ -54,7 +54,13 @@ export {
   resetConfig,
   type SdkInternals,
 } from "./config.js";
-export { DecisionSource, Outcome, type PolicyDecision, type RecordActionResponse } from "./decision.js";
+export {
+  DecisionSource,
+  fromWire as decisionFromWire,
+  Outcome,
+  type PolicyDecision,
+  type RecordActionResponse,
+} from "./decision.js";
 export {
   ActionDeniedError,
   BackendUnavailableError,
