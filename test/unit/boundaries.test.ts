@@ -1,0 +1,60 @@
+/**
+ * The build enforces the component boundaries of DESIGN.md (biome.json `overrides` with
+ * `noRestrictedImports`; `npm run lint` runs in .ci/run): each case writes a one-line module
+ * importing `specifier` into `dir`, lints it with the project's Biome configuration, and expects
+ * it refused or accepted. The probe file is removed afterwards.
+ */
+import { execFile } from "node:child_process";
+import { randomBytes } from "node:crypto";
+import { rmSync, writeFileSync } from "node:fs";
+import path from "node:path";
+import { promisify } from "node:util";
+import { describe, expect, it } from "vitest";
+
+const root = path.resolve(import.meta.dirname, "../..");
+const biome = path.join(root, "node_modules/@biomejs/biome/bin/biome");
+
+/** Lints a probe module in `dir` that imports `specifier`; true when Biome restricts the import. */
+async function restricted(dir: string, specifier: string): Promise<boolean> {
+  const file = path.join(root, dir, `zz-boundary-probe-${randomBytes(4).toString("hex")}.ts`);
+  writeFileSync(file, `import { x } from "${specifier}";\nexport { x };\n`);
+  try {
+    const out = await promisify(execFile)(process.execPath, [biome, "lint", file], { cwd: root }).then(
+      (r) => r.stdout + r.stderr,
+      (e: { stdout: string; stderr: string }) => e.stdout + e.stderr,
+    );
+    return out.includes("lint/style/noRestrictedImports");
+  } finally {
+    rmSync(file, { force: true });
+  }
+}
+
+describe("component boundaries refused by the build", () => {
+  it.each([
+    ["sidecar", "../src/service/app.js"],
+    ["sidecar", "../src/sdk/decision.js"],
+    ["sidecar", "../operator/operator.js"],
+    ["operator/crds", "../../src/service/domain/orgs.js"],
+    ["operator/crds", "../../src/sdk/index.js"],
+    ["operator/crds", "../../sidecar/config.js"],
+    ["src/sdk", "../service/app.js"],
+    ["src/sdk", "../../sidecar/config.js"],
+    ["src/service/domain", "../../sdk/index.js"],
+    ["src/service", "../../operator/operator.js"],
+    ["src/policy", "../service/app.js"],
+    ["src/receipts", "../sdk/index.js"],
+    ["src/contract/v1", "../../service/app.js"],
+  ])("%s may not import %s", async (dir, specifier) => {
+    expect(await restricted(dir, specifier)).toBe(true);
+  });
+
+  it.each([
+    ["sidecar", "../src/sdk/index.js"],
+    ["operator/crds", "../../src/contract/v1/admin.js"],
+    ["src/service/domain", "../../contract/v1/admin.js"],
+    ["src/sdk", "../policy/sanitize.js"],
+    ["src/contract/v1", "../../policy/schema.js"],
+  ])("%s may import %s", async (dir, specifier) => {
+    expect(await restricted(dir, specifier)).toBe(false);
+  });
+});
