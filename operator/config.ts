@@ -7,6 +7,7 @@ import { randomBytes } from "node:crypto";
 import { readFileSync } from "node:fs";
 import os from "node:os";
 import { z } from "zod";
+import { issueLines } from "../src/contract/v1/issues.js";
 import { VERSION } from "../src/version.js";
 import {
   DEFAULT_SIDECAR_PORTS,
@@ -246,7 +247,7 @@ function inClusterNamespace(): string | undefined {
 export function loadOperatorConfig(env: NodeJS.ProcessEnv = process.env): OperatorConfig {
   const parsed = EnvSchema.safeParse(env);
   if (!parsed.success) {
-    throw new OperatorConfigError(parsed.error.issues.map((i) => `${i.path.join(".")}: ${i.message}`));
+    throw new OperatorConfigError(issueLines(parsed.error));
   }
   const e = parsed.data;
   const lease = {

@@ -56,6 +56,7 @@
 import { readFile } from "node:fs/promises";
 import { parse as parseYaml } from "yaml";
 import { z } from "zod";
+import { issueLines } from "../src/contract/v1/issues.js";
 
 /** Default path of the mounted API key Secret. */
 export const DEFAULT_API_KEY_FILE = "/var/run/tollgate/api-key";
@@ -276,12 +277,8 @@ const ENV_OF: Record<string, string> = {
   logLevel: "LOG_LEVEL",
 };
 
-const issuesOf = (error: z.ZodError, prefix: (first: string) => string): string[] =>
-  error.issues.map((i) => {
-    const [first, ...rest] = i.path.map(String);
-    const where = first === undefined ? "(config)" : [prefix(first), ...rest].join(".");
-    return `${where}: ${i.message}`;
-  });
+const issuesOf = (error: z.ZodError, first: (segment: string) => string): string[] =>
+  issueLines(error, { root: "(config)", first });
 
 async function readStructured(file: string, what: string): Promise<unknown> {
   let text: string;

@@ -13,6 +13,7 @@
  *   mark a failure, after which dispose does nothing).
  */
 import { z } from "zod";
+import { issueText } from "../contract/v1/issues.js";
 import { MAX_BODY_BYTES } from "../contract/v1/limits.js";
 import { extractFacts } from "../policy/facts.js";
 import { mergePolicyConfig } from "../policy/merge.js";
@@ -93,8 +94,7 @@ const ActionArgsSchema = z.object({
   parentAgentName: z.string().min(1).max(200).nullable().optional(),
 });
 
-const issues = (error: z.ZodError): string =>
-  error.issues.map((i) => `${i.path.join(".") || "(value)"}: ${i.message}`).join("; ");
+const issues = (error: z.ZodError): string => issueText(error);
 
 type State = "new" | "entering" | "open" | "exiting" | "closed";
 

@@ -6,6 +6,7 @@
  */
 import { inspect } from "node:util";
 import { z } from "zod";
+import { issueText } from "../contract/v1/issues.js";
 import { ActionCategory } from "../policy/schema.js";
 import { realSleep } from "./sleep.js";
 
@@ -223,8 +224,7 @@ const DEPRECATIONS = {
   },
 } as const;
 
-const formatIssues = (error: z.ZodError): string =>
-  error.issues.map((i) => `${i.path.length ? i.path.join(".") : "(options)"}: ${i.message}`).join("; ");
+const formatIssues = (error: z.ZodError): string => issueText(error, { root: "(options)" });
 
 /**
  * Validates options and returns a ChainConfig WITHOUT storing it process-wide.

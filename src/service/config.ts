@@ -8,6 +8,7 @@ import { chmod, mkdir, readFile, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { Command } from "commander";
 import { z } from "zod";
+import { issueLines } from "../contract/v1/issues.js";
 import { VERSION } from "../version.js";
 import { describeSmtp, type SmtpConfig, SmtpEnvSchema, smtpFromEnv } from "./notify/smtp.js";
 import { type OidcConfig, OidcEnvSchema, oidcFromEnv } from "./oidc/settings.js";
@@ -116,9 +117,7 @@ export async function loadConfig(argv: string[], env: NodeJS.ProcessEnv): Promis
       TOLLGATE_DATA_DIR: flags.dataDir !== undefined ? "--data-dir" : undefined,
       LOG_LEVEL: flags.logLevel !== undefined ? "--log-level" : undefined,
     };
-    throw new ConfigError(
-      parsed.error.issues.map((i) => `${flagOf[String(i.path[0])] ?? i.path.join(".")}: ${i.message}`),
-    );
+    throw new ConfigError(issueLines(parsed.error, { first: (variable) => flagOf[variable] ?? variable }));
   }
   const e = parsed.data;
   const dataDir = path.resolve(e.TOLLGATE_DATA_DIR);
