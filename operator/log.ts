@@ -3,6 +3,7 @@
  * (API keys, tokens, keys, Secret data) redacted wherever they appear in a logged object.
  */
 import pino, { type Logger } from "pino";
+import { traceLogFields } from "../src/telemetry/tracing.js";
 
 /** Paths pino redacts in operator logs. */
 export const operatorRedactPaths = [
@@ -24,6 +25,8 @@ export function createOperatorLogger(
     name: "tollgate-operator",
     level: opts.level ?? process.env.LOG_LEVEL ?? "info",
     redact: { paths: operatorRedactPaths, censor: "[REDACTED]" },
+    // trace_id and span_id of the active span (a reconcile), while tracing is on
+    mixin: traceLogFields,
   };
   return opts.destination ? pino(options, opts.destination) : pino(options);
 }

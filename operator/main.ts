@@ -4,6 +4,7 @@
  * SIGTERM/SIGINT (releasing the leader Lease so another replica takes over at once).
  */
 import { Command, CommanderError } from "commander";
+import { startTracing, TelemetryConfigError } from "../src/telemetry/tracing.js";
 import { VERSION } from "../src/version.js";
 import { loadOperatorConfig, OperatorConfigError, operatorEnvironmentHelp } from "./config.js";
 import { createOperatorLogger } from "./log.js";
@@ -39,6 +40,12 @@ async function main(): Promise<void> {
     return exitOnConfigError(err);
   }
   const log = createOperatorLogger({ level: config.logLevel });
+  // OTEL_* variables (README "Operations → Tracing"); off without OTEL_EXPORTER_OTLP_ENDPOINT.
+  const tracing = await startTracing({ serviceName: "tollgate-operator", log }).catch((err: unknown) => {
+    if (!(err instanceof TelemetryConfigError)) throw err;
+    process.stderr.write(`${err.message}\n`);
+    process.exit(2);
+  });
   const operator = await startOperator({ config, log }).catch(exitOnConfigError);
   let stopping = false;
   const shutdown = (signal: string) => {
@@ -48,7 +55,7 @@ async function main(): Promise<void> {
     const force = setTimeout(() => process.exit(1), 20_000);
     force.unref();
     operator.stop().then(
-      () => process.exit(0),
+      () => tracing.shutdown().then(() => process.exit(0)),
       (err) => {
         log.error({ err: (err as Error).message }, "stop failed");
         process.exit(1);

@@ -41,6 +41,7 @@ import type { Logger } from "./logger.js";
 import type { Metrics } from "./metrics.js";
 import { OutcomeReporter } from "./outcome-reporter.js";
 import type { JsonObject } from "./struct.js";
+import { forwardSpan, markToolError } from "./tracing.js";
 import { type Upstream, UpstreamError, type UpstreamResult } from "./upstreams/index.js";
 import type { InvokeInput } from "./validate.js";
 
@@ -343,11 +344,15 @@ export class Governor {
     const started = performance.now();
     let result: UpstreamResult;
     try {
-      result = await upstream.call(input.actionName, input.payload, {
-        chainId: input.chainId,
-        eventId: decision.eventId,
-        agentName: input.agentName,
-        signal,
+      result = await forwardSpan(upstream, input.actionName, async (span) => {
+        const r = await upstream.call(input.actionName, input.payload, {
+          chainId: input.chainId,
+          eventId: decision.eventId,
+          agentName: input.agentName,
+          signal,
+        });
+        if (r.isError) markToolError(span, r.errorClass);
+        return r;
       });
     } catch (err) {
       const ms = performance.now() - started;

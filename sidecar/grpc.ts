@@ -29,6 +29,7 @@ import { encodeDecision, gatewayService, SERVICE_NAME } from "./proto.js";
 import { createReflectionService } from "./reflection.js";
 import { encodeStatusDetails, STATUS_DETAILS_KEY } from "./status-details.js";
 import { jsonToStruct } from "./struct.js";
+import { annotateInvoke, grpcServerSpan } from "./tracing.js";
 import {
   type InvokeInput,
   parseChainId,
@@ -79,8 +80,8 @@ export function toServiceError(e: GatewayError, chainId: string | null): Partial
 }
 
 /**
- * Runs a handler body with a controller that is aborted when the call is cancelled or its
- * deadline passes (grpc-js ends the call with DEADLINE_EXCEEDED itself and then reports it
+ * Runs a handler body (in the call's server span, tracing.ts) with a controller that is aborted
+ * when the call is cancelled or its deadline passes (grpc-js ends the call with DEADLINE_EXCEEDED itself and then reports it
  * cancelled), and answers through the callback, mapping every error.
  *
  * grpc-js also emits `cancelled` after every call it has answered; once the body has settled
@@ -88,6 +89,7 @@ export function toServiceError(e: GatewayError, chainId: string | null): Partial
  * error with a stack trace and an abort event per call, on the hot path).
  */
 function answer<T>(
+  method: string,
   call: grpc.ServerUnaryCall<unknown, unknown>,
   callback: grpc.sendUnaryData<T>,
   log: Logger,
@@ -100,7 +102,7 @@ function answer<T>(
     if (settled) return;
     controller.abort(cancelReason(call));
   });
-  body(controller).then(
+  grpcServerSpan(call, method, () => body(controller)).then(
     (value) => {
       settled = true;
       callback(null, value);
@@ -197,6 +199,7 @@ function watchInvoke(
   const chainId = call.request.chain_id || null;
   const run = async (): Promise<InvokeResponse> => {
     const { input, idempotencyKey } = parseInvokeCall(o, call.request, call.metadata);
+    annotateInvoke(input);
     const r = await o.governor.invoke(input, controller, "grpc", {
       idempotencyKey,
       onWait: (u) => {
@@ -214,7 +217,7 @@ function watchInvoke(
     });
     return toInvokeResponse(r);
   };
-  run().then(
+  grpcServerSpan(call, "WatchInvoke", run).then(
     (result) => {
       settled = true;
       stopHeartbeat();
@@ -244,15 +247,16 @@ export function gatewayHandlers(o: GrpcServerOptions): ToolGatewayHandlers {
   const { governor, log } = o;
   return {
     OpenChain(call, callback) {
-      answer(call, callback, log, null, async (controller) => {
+      answer("OpenChain", call, callback, log, null, async (controller) => {
         const req = parseOpenChain(call.request, o.maxPayloadBytes);
         return { chain_id: await governor.openChain(req.name, req.metadata, controller) };
       });
     },
     Invoke(call, callback) {
       const chainId = call.request.chain_id || null;
-      answer(call, callback, log, chainId, async (controller) => {
+      answer("Invoke", call, callback, log, chainId, async (controller) => {
         const { input, idempotencyKey } = parseInvokeCall(o, call.request, call.metadata);
+        annotateInvoke(input);
         return toInvokeResponse(await governor.invoke(input, controller, "grpc", { idempotencyKey }));
       });
     },
@@ -260,7 +264,7 @@ export function gatewayHandlers(o: GrpcServerOptions): ToolGatewayHandlers {
       watchInvoke(o, call);
     },
     CompleteChain(call, callback) {
-      answer(call, callback, log, call.request.chain_id || null, async (controller) => {
+      answer("CompleteChain", call, callback, log, call.request.chain_id || null, async (controller) => {
         const req = parseComplete(call.request);
         const r = await governor.completeChain(req.chainId, req.failure, controller);
         return {
@@ -272,7 +276,7 @@ export function gatewayHandlers(o: GrpcServerOptions): ToolGatewayHandlers {
       });
     },
     GetReceipt(call, callback) {
-      answer(call, callback, log, call.request.chain_id || null, async (controller) => {
+      answer("GetReceipt", call, callback, log, call.request.chain_id || null, async (controller) => {
         const chainId = parseChainId(call.request.chain_id);
         const receipt = await governor.getReceipt(chainId, controller);
         if (!receipt)
@@ -281,7 +285,7 @@ export function gatewayHandlers(o: GrpcServerOptions): ToolGatewayHandlers {
       });
     },
     GetDecision(call, callback) {
-      answer(call, callback, log, call.request.chain_id || null, async (controller) => {
+      answer("GetDecision", call, callback, log, call.request.chain_id || null, async (controller) => {
         const req = parseGetDecision(call.request);
         return toProtoDecision(await governor.getDecision(req.chainId, req.eventId, controller), req.chainId);
       });

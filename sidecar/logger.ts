@@ -3,6 +3,7 @@
  * secrets redacted wherever they appear; pretty output only on a TTY.
  */
 import pino, { type Logger } from "pino";
+import { traceLogFields } from "../src/telemetry/tracing.js";
 
 /** Paths pino redacts. */
 export const redactPaths = [
@@ -21,6 +22,8 @@ export function createLogger(level: string, destination?: pino.DestinationStream
     name: "tollgate-sidecar",
     level,
     redact: { paths: redactPaths, censor: "[REDACTED]" },
+    // trace_id and span_id of the active span, while tracing is on
+    mixin: traceLogFields,
   };
   if (!destination && process.stdout.isTTY && process.env.NODE_ENV !== "test") {
     options.transport = { target: "pino-pretty", options: { colorize: true } };

@@ -5,6 +5,7 @@
  * Exit codes: 0 after a drain, 2 for invalid configuration, 1 for anything else.
  */
 import { Command, CommanderError } from "commander";
+import { startTracing, TelemetryConfigError } from "../src/telemetry/tracing.js";
 import { VERSION } from "../src/version.js";
 import { ConfigError, describeConfig, loadConfig, readApiKey } from "./config.js";
 import { createLogger } from "./logger.js";
@@ -31,6 +32,9 @@ Environment (injected by the Tollgate admission webhook):
   TOLLGATE_APPROVAL_TIMEOUT_HOURS local approval wait window (default 24)
   TOLLGATE_CONFIG_FILE            YAML/JSON file with the same settings in snake_case (also --config)
   LOG_LEVEL                       fatal|error|warn|info|debug|trace|silent (default info)
+  OTEL_EXPORTER_OTLP_ENDPOINT     OpenTelemetry collector (OTLP); tracing is off when unset. Also
+                                  OTEL_EXPORTER_OTLP_PROTOCOL, OTEL_SERVICE_NAME, OTEL_TRACES_SAMPLER,
+                                  OTEL_SDK_DISABLED and the other standard OTEL_* variables
 `;
 
 async function main(): Promise<void> {
@@ -70,6 +74,11 @@ async function main(): Promise<void> {
 
   const log = createLogger(config.logLevel);
   log.info({ config: describeConfig(config) }, "starting Tollgate sidecar");
+  const tracing = await startTracing({ serviceName: "tollgate-sidecar", log }).catch((err: unknown) => {
+    if (!(err instanceof TelemetryConfigError)) throw err;
+    process.stderr.write(`${err.message}\n`);
+    process.exit(2);
+  });
   const sidecar = await startSidecar({ config, apiKey, log });
 
   let stopping = false;
@@ -83,7 +92,7 @@ async function main(): Promise<void> {
     }, config.drainTimeoutMs + 10_000);
     force.unref();
     sidecar.drain().then(
-      () => process.exit(0),
+      () => tracing.shutdown().then(() => process.exit(0)),
       (err: unknown) => {
         log.error({ err }, "drain failed");
         process.exit(1);

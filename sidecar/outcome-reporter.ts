@@ -16,6 +16,7 @@ import {
   type OutcomeReportResult,
   type ServiceClient,
 } from "../src/sdk/index.js";
+import { detached } from "../src/telemetry/tracing.js";
 import type { Logger } from "./logger.js";
 import type { Metrics } from "./metrics.js";
 
@@ -56,7 +57,8 @@ export class OutcomeReporter {
     return new Promise<void>((settle) => {
       this.#queue.push({ chain_id: chainId, event_id: eventId, outcome, settle });
       if (this.#queue.length >= MAX_OUTCOMES_PER_BATCH) this.flush();
-      else this.#timer ??= setTimeout(() => this.flush(), this.#lingerMs);
+      // The batch belongs to no one call's trace.
+      else this.#timer ??= detached(() => setTimeout(() => this.flush(), this.#lingerMs));
     });
   }
 

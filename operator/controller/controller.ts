@@ -2,8 +2,15 @@
  * Runs reconcilers over the work queue: N workers take keys `kind/namespace/name`, call the
  * reconciler of that kind, and requeue with per-key exponential backoff when it fails or asks to
  * retry. A periodic resync re-adds every known key so drift in the service is repaired.
+ * Each reconcile is one trace (span `reconcile <Kind>`, attributes `k8s.object.kind`,
+ * `k8s.namespace.name`, `k8s.object.name`, `tollgate.reconcile.result`), continued by the
+ * service's spans of the admin API calls it makes.
  */
+
+const operatorTracer = tracer("tollgate-operator");
+
 import type { Logger } from "pino";
+import { SpanKind, tracer, withSpan } from "../../src/telemetry/tracing.js";
 import { type OperatorMetrics, ReconcileResult } from "../metrics.js";
 import { type ObjectKey, parseKey, type WorkQueue } from "./queue.js";
 
@@ -95,7 +102,27 @@ export class Controller {
       const end = metrics.reconcileDuration.startTimer({ kind: parsed.kind });
       let result: ReconcileResult = ReconcileResult.success;
       try {
-        const reply = await reconciler.reconcile(parsed);
+        const reply = await withSpan(
+          operatorTracer,
+          `reconcile ${parsed.kind}`,
+          {
+            kind: SpanKind.INTERNAL,
+            root: true,
+            attributes: {
+              "k8s.object.kind": parsed.kind,
+              ...(parsed.namespace && { "k8s.namespace.name": parsed.namespace }),
+              "k8s.object.name": parsed.name,
+            },
+          },
+          async (span) => {
+            const r = await reconciler.reconcile(parsed);
+            span.setAttribute(
+              "tollgate.reconcile.result",
+              r.retry || r.requeueAfterMs !== undefined ? "requeue" : "success",
+            );
+            return r;
+          },
+        );
         if (reply.retry) {
           result = ReconcileResult.requeue;
           queue.addRateLimited(key);

@@ -6,10 +6,12 @@
  * per call, which a burst of reconciles takes from the API server on a small node. Responses are
  * validated with zod; errors carry the HTTP status and the service's error code, never the token.
  */
+
 import { readFile } from "node:fs/promises";
 import http from "node:http";
 import https from "node:https";
 import { z } from "zod";
+import { traceCarrier } from "../../src/telemetry/tracing.js";
 import type { ApproverTeamBody, OrganizationBody, PolicyBody } from "../crds/mapping.js";
 
 /** A failed admin API call. `status` is 0 for network errors and timeouts. */
@@ -117,6 +119,8 @@ export class ServiceClient {
           method,
           agent: this.agent,
           headers: {
+            // The reconcile's trace continues in the service (W3C traceparent; none while tracing is off).
+            ...traceCarrier(),
             authorization: `Bearer ${token}`,
             ...(body !== undefined && {
               "content-type": "application/json",

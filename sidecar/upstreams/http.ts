@@ -7,6 +7,7 @@
 import http from "node:http";
 import https from "node:https";
 import { urlToHttpOptions } from "node:url";
+import { traceCarrier } from "../../src/telemetry/tracing.js";
 import type { HttpUpstreamConfig } from "../config.js";
 import type { JsonObject } from "../struct.js";
 import { type CallContext, type Upstream, UpstreamError, type UpstreamResult } from "./types.js";
@@ -58,6 +59,8 @@ export class HttpUpstream implements Upstream {
       "x-tollgate-chain-id": ctx.chainId,
     };
     if (ctx.eventId) headers["x-tollgate-event-id"] = ctx.eventId;
+    const trace = traceCarrier();
+    if (trace) Object.assign(headers, trace);
     return new Promise<UpstreamResult>((resolve, reject) => {
       let settled = false;
       const fail = (err: UpstreamError) => {

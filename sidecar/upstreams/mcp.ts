@@ -10,6 +10,7 @@ import { getDefaultEnvironment, StdioClientTransport } from "@modelcontextprotoc
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
 import { ErrorCode, McpError, type Tool } from "@modelcontextprotocol/sdk/types.js";
+import { traceCarrier } from "../../src/telemetry/tracing.js";
 import type { McpUpstreamConfig } from "../config.js";
 import type { Logger } from "../logger.js";
 import type { JsonObject } from "../struct.js";
@@ -71,7 +72,9 @@ export class McpUpstream implements Upstream {
       );
     }
     try {
-      const result = await client.callTool({ name: actionName, arguments: payload }, undefined, {
+      const trace = traceCarrier();
+      const params = { name: actionName, arguments: payload, ...(trace && { _meta: trace }) };
+      const result = await client.callTool(params, undefined, {
         signal: ctx.signal,
         timeout: this.#config.timeout_ms,
       });

@@ -10,7 +10,12 @@
  * one ends, but never sooner than one interval after it started — one request per interval,
  * as the spec's poll, while a decision reaches the caller as soon as it is made. Without
  * long-poll the loop sleeps the interval before each poll.
+ *
+ * Tracing: the wait is one span, `tollgate.approval.wait` (OpenTelemetry API; a no-op unless the
+ * application registered an SDK), with the chain and approval ids and the result (approved,
+ * denied, timed_out, aborted, error); each poll is a request span below it (http.ts).
  */
+import { SpanStatusCode, trace } from "@opentelemetry/api";
 import { MAX_APPROVAL_WAIT_MS, type ServiceClient } from "./client.js";
 import type { ChainConfig } from "./config.js";
 import { fromWire, type PolicyDecision } from "./decision.js";
@@ -37,7 +42,46 @@ export interface PendingApproval {
  *   ServiceApiError for a permanent API error (e.g. 404);
  *   the signal's reason when `signal` aborts.
  */
-export async function waitForApproval(
+export function waitForApproval(
+  client: ServiceClient,
+  config: ChainConfig,
+  gate: PendingApproval,
+  signal?: AbortSignal,
+): Promise<PolicyDecision> {
+  return waitTracer.startActiveSpan(
+    "tollgate.approval.wait",
+    { attributes: { "tollgate.chain.id": gate.chainId, "tollgate.approval.id": gate.approvalId } },
+    async (span) => {
+      try {
+        const decision = await pollApproval(client, config, gate, signal);
+        span.setAttribute("tollgate.approval.result", "approved");
+        return decision;
+      } catch (err) {
+        const result =
+          err instanceof ActionDeniedError
+            ? "denied"
+            : err instanceof ChainTimeoutError
+              ? "timed_out"
+              : signal?.aborted
+                ? "aborted"
+                : "error";
+        span.setAttribute("tollgate.approval.result", result);
+        if (result === "error") {
+          span.setAttribute("error.type", err instanceof Error ? err.name : "Error");
+          span.setStatus({ code: SpanStatusCode.ERROR });
+        }
+        throw err;
+      } finally {
+        span.end();
+      }
+    },
+  );
+}
+
+const waitTracer = trace.getTracer("tollgate-sdk");
+
+/** The polling loop of waitForApproval. */
+async function pollApproval(
   client: ServiceClient,
   config: ChainConfig,
   gate: PendingApproval,

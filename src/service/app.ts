@@ -37,6 +37,7 @@ import { openApiPlugin } from "./routes/openapi.js";
 import { outcomeRoutes } from "./routes/outcomes.js";
 import { verificationRoutes } from "./routes/verification.js";
 import { deriveKey } from "./secrets.js";
+import { registerRequestTracing } from "./tracing.js";
 import "./context.js";
 import { VERSION } from "../version.js";
 
@@ -107,6 +108,8 @@ export async function buildService(opts: ServiceOptions): Promise<Service> {
   app.decorate("tg", ctx);
   app.decorateRequest("principal", null);
 
+  // First: authentication's queries belong to the request's span.
+  registerRequestTracing(app as unknown as FastifyInstance);
   app.addHook("onRequest", async (req) => {
     const secret = bearerOf(req);
     // Routes whose guarded write re-checks the API key may resolve it from memory (ADR 0006).

@@ -5,6 +5,7 @@
 import type { FastifyBaseLogger } from "fastify";
 import pino, { type Logger, type LoggerOptions } from "pino";
 import { redactText } from "../policy/sanitize.js";
+import { traceLogFields } from "../telemetry/tracing.js";
 
 /** Paths pino redacts; covers request headers, config objects and common secret field names. */
 export const redactPaths = [
@@ -72,6 +73,8 @@ export function createLogger(
     level: opts.level ?? process.env.LOG_LEVEL ?? "info",
     redact: { paths: redactPaths, censor: "[REDACTED]" },
     serializers: { ...pino.stdSerializers, ...serializers },
+    // trace_id and span_id of the active span, while tracing is on (README "Operations → Tracing")
+    mixin: traceLogFields,
   };
   if (!opts.destination && process.stdout.isTTY && process.env.NODE_ENV !== "test") {
     options.transport = { target: "pino-pretty", options: { colorize: true } };

@@ -4,6 +4,7 @@
  */
 import path from "node:path";
 import { CommanderError } from "commander";
+import { startTracing, TelemetryConfigError } from "../telemetry/tracing.js";
 import { buildService } from "./app.js";
 import { ConfigError, describeConfig, loadConfig } from "./config.js";
 import { migrate } from "./db/migrate.js";
@@ -24,6 +25,11 @@ async function main(): Promise<void> {
   }
   const log = createLogger({ level: config.logLevel });
   log.info({ config: describeConfig(config) }, "starting Tollgate governance service");
+  const tracing = await startTracing({ serviceName: "tollgate-service", log }).catch((err: unknown) => {
+    if (!(err instanceof TelemetryConfigError)) throw err;
+    process.stderr.write(`${err.message}\n`);
+    process.exit(2);
+  });
   const db: Database = config.databaseUrl
     ? await openPostgres(config.databaseUrl, config.databasePoolMax)
     : await openPglite({
@@ -65,6 +71,7 @@ async function main(): Promise<void> {
     force.unref();
     await service.close();
     await db.close();
+    await tracing.shutdown();
     log.info("stopped");
     process.exit(0);
   };

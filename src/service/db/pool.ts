@@ -11,6 +11,7 @@ import path from "node:path";
 import { promisify } from "node:util";
 import v8 from "node:v8";
 import pg from "pg";
+import { queryTraced } from "./tracing.js";
 
 /**
  * A statement PostgreSQL prepares once per connection and then only binds and executes: for
@@ -55,20 +56,21 @@ class PgDatabase implements Database {
     text: string | PreparedStatement,
     values?: unknown[],
   ) {
-    return typeof text === "string"
-      ? this.pool.query<R>(text, values as unknown[])
-      : this.pool.query<R>({ ...text, values: values as unknown[] });
+    return queryTraced(this.pool, text, values) as Promise<pg.QueryResult<R>>;
   }
 
   async tx<T>(fn: (q: Queryable) => Promise<T>): Promise<T> {
     const client = await this.pool.connect();
+    const q: Queryable = {
+      query: (text, values) => queryTraced(client, text, values) as Promise<never>,
+    };
     try {
-      await client.query("BEGIN");
-      const result = await fn(client);
-      await client.query("COMMIT");
+      await q.query("BEGIN");
+      const result = await fn(q);
+      await q.query("COMMIT");
       return result;
     } catch (err) {
-      await client.query("ROLLBACK").catch(() => {});
+      await q.query("ROLLBACK").catch(() => {});
       throw err;
     } finally {
       client.release();

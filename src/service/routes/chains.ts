@@ -6,6 +6,7 @@
  */
 import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
 import { z } from "zod";
+import { Attr, SpanKind, setAttributes, withSpan } from "../../telemetry/tracing.js";
 import { guard, principalLabel } from "../auth.js";
 import { ApprovalStatusQuerySchema, approvalStatus } from "../domain/approvals.js";
 import {
@@ -21,6 +22,12 @@ import {
 import { CompleteChainSchema, completeChain, getChainReceipt, getReceipt } from "../domain/receipts.js";
 import { chainEvidence } from "../domain/verification.js";
 import { ApiError } from "../errors.js";
+import { serviceTracer } from "../tracing.js";
+
+/** A 4xx refusal is an outcome of the request, not a failure of the span. */
+const serverFault = (err: unknown) => !(err instanceof ApiError && err.statusCode < 500);
+const errorCode = (err: unknown) =>
+  err instanceof ApiError ? err.code : err instanceof Error ? err.name : "Error";
 
 const ChainParams = z.object({ chain_id: z.uuid() });
 
@@ -65,16 +72,41 @@ export const chainRoutes: FastifyPluginAsyncZod = async (app) => {
       const orgId = guard.client(req.principal);
       const keyId = req.principal?.kind === "api_key" ? req.principal.keyId : null;
       const end = tg.metrics.recordDuration.startTimer();
-      const result = await recordAction(tg.db, {
-        orgId,
-        chainId: req.params.chain_id,
-        action: req.body,
-        clock: tg.clock,
-        configs: tg.configs,
-        chains: tg.chains,
-        writer: tg.recordWriter,
-        keyId,
-      }).catch(forgetRefusedKey(keyId));
+      // The decision: policy evaluation and the event's record, in one span.
+      const result = await withSpan(
+        serviceTracer,
+        "tollgate.decision",
+        {
+          kind: SpanKind.INTERNAL,
+          attributes: {
+            [Attr.chainId]: req.params.chain_id,
+            [Attr.agentName]: req.body.agent_name,
+            [Attr.actionType]: req.body.action_type,
+            [Attr.actionName]: req.body.action_name,
+          },
+          failed: serverFault,
+          errorType: errorCode,
+        },
+        async (span) => {
+          const r = await recordAction(tg.db, {
+            orgId,
+            chainId: req.params.chain_id,
+            action: req.body,
+            clock: tg.clock,
+            configs: tg.configs,
+            chains: tg.chains,
+            writer: tg.recordWriter,
+            keyId,
+          }).catch(forgetRefusedKey(keyId));
+          setAttributes(span, () => ({
+            [Attr.decision]: r.policy_decision,
+            [Attr.decisionSource]: r.decision_source,
+            [Attr.eventId]: r.event_id,
+            ...(r.approval_id && { [Attr.approvalId]: r.approval_id }),
+          }));
+          return r;
+        },
+      );
       end();
       tg.metrics.decisions.inc({ outcome: result.policy_decision });
       return result;
@@ -127,15 +159,29 @@ export const chainRoutes: FastifyPluginAsyncZod = async (app) => {
     { schema: { params: ChainParams, body: CompleteChainSchema } },
     async (req) => {
       const orgId = guard.client(req.principal);
-      const result = await completeChain(tg.db, {
-        orgId,
-        chainId: req.params.chain_id,
-        body: req.body,
-        clock: tg.clock,
-        hmacKey: tg.receiptHmacKey,
-        keys: tg.keys,
-        configs: tg.configs,
-      });
+      // Chain completion: the event hash chain, the signed receipt, appended under the org's lock.
+      const result = await withSpan(
+        serviceTracer,
+        "tollgate.receipt.build",
+        { attributes: { [Attr.chainId]: req.params.chain_id }, failed: serverFault, errorType: errorCode },
+        async (span) => {
+          const r = await completeChain(tg.db, {
+            orgId,
+            chainId: req.params.chain_id,
+            body: req.body,
+            clock: tg.clock,
+            hmacKey: tg.receiptHmacKey,
+            keys: tg.keys,
+            configs: tg.configs,
+          });
+          setAttributes(span, () => ({
+            [Attr.receiptId]: r.receipt_id,
+            [Attr.receiptNumber]: r.receipt_number,
+            [Attr.chainStatus]: r.status,
+          }));
+          return r;
+        },
+      );
       tg.metrics.receiptsIssued.inc({ status: result.status });
       return result;
     },
