@@ -86,7 +86,8 @@ export async function startServiceProcess(
   let stderr = "";
   proc.stderr!.on("data", (d) => (stderr = (stderr + d).slice(-4000)));
   const url = `http://127.0.0.1:${port}`;
-  const deadline = Date.now() + 60_000;
+  // Generous: under a full parallel test run on 2 cores a tsx start-up can take most of a minute.
+  const deadline = Date.now() + 120_000;
   for (;;) {
     if (proc.exitCode !== null) throw new Error(`service exited:\n${stderr}`);
     try {

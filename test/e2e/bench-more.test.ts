@@ -92,18 +92,33 @@ describe("bench/memory --quick", () => {
       "service RSS at rest",
       "service RSS under load (max, 4 agents)",
     ];
-    expect(rows.map((r) => r.figure)).toEqual([...figures, ...figures.map((f) => `${f}, through tsx`)]);
+    const embedded = [
+      "service RSS at rest on embedded PGlite",
+      "service peak RSS on embedded PGlite (VmHWM, start included)",
+    ];
+    expect(rows.map((r) => r.figure)).toEqual([
+      ...figures,
+      ...embedded,
+      ...figures.map((f) => `${f}, through tsx`),
+    ]);
     // The image configuration against the tsx one of the same run, with the targets.
     for (const row of rows.slice(0, 4)) {
       expect(row.unit).toBe("MiB");
       expect(row.ratio).toBeCloseTo(row.value / row.baselineValue!, 6);
       expect(typeof row.met).toBe("boolean");
     }
-    for (const [i, row] of rows.slice(4).entries()) {
+    // The embedded default beside the same build on PostgreSQL at rest, and its own peak.
+    const [onPglite, peak] = [rows[4]!, rows[5]!];
+    expect(onPglite.baselineValue).toBe(rows[2]!.value);
+    expect(onPglite.ratio).toBeCloseTo(onPglite.value / onPglite.baselineValue!, 6);
+    expect(peak.value).toBeGreaterThanOrEqual(onPglite.value);
+    const tsx = rows.slice(6);
+    for (const [i, row] of tsx.entries()) {
       expect(row).toMatchObject({ unit: "MiB", baselineValue: null, ratio: null, met: null });
       expect(row.value).toBe(rows[i]!.baselineValue);
     }
     // The maximum under load includes the reading at rest.
-    for (const i of [0, 2, 4, 6]) expect(rows[i + 1]!.value).toBeGreaterThanOrEqual(rows[i]!.value);
+    for (const i of [0, 2]) expect(rows[i + 1]!.value).toBeGreaterThanOrEqual(rows[i]!.value);
+    for (const i of [0, 2]) expect(tsx[i + 1]!.value).toBeGreaterThanOrEqual(tsx[i]!.value);
   });
 });
