@@ -1,34 +1,15 @@
 /**
- * The operator's pino logger: object first, then the message; level from LOG_LEVEL; secrets
- * (API keys, tokens, keys, Secret data) redacted wherever they appear in a logged object.
+ * The operator's logger: the shared logger of src/telemetry/logger.ts (one redaction list for
+ * every component: API keys, tokens, keys, Secret data), named tollgate-operator.
  */
-import pino, { type Logger } from "pino";
-import { traceLogFields } from "../src/telemetry/tracing.js";
+import type pino from "pino";
+import { createLogger, type Logger } from "../src/telemetry/logger.js";
 
-/** Paths pino redacts in operator logs. */
-export const operatorRedactPaths = [
-  "*.api_key",
-  "*.apiKey",
-  "*.token",
-  "*.key",
-  "*.caKey",
-  "*.data",
-  "*.authorization",
-  "headers.authorization",
-];
-
-/** Creates the operator logger (JSON to stdout, or `destination`). */
+/** Creates the operator logger (JSON to stdout, or `destination`); level default LOG_LEVEL or info. */
 export function createOperatorLogger(
   opts: { level?: string; destination?: pino.DestinationStream } = {},
 ): Logger {
-  const options = {
-    name: "tollgate-operator",
-    level: opts.level ?? process.env.LOG_LEVEL ?? "info",
-    redact: { paths: operatorRedactPaths, censor: "[REDACTED]" },
-    // trace_id and span_id of the active span (a reconcile), while tracing is on
-    mixin: traceLogFields,
-  };
-  return opts.destination ? pino(options, opts.destination) : pino(options);
+  return createLogger({ name: "tollgate-operator", ...opts });
 }
 
 export type { Logger };

@@ -1,86 +1,12 @@
 /**
- * The one pino logger configuration. Secrets (API keys, tokens, cookies, signatures, keys) are
- * redacted wherever they appear in a logged object; pretty output only on a TTY.
+ * The service's logging: the shared logger of src/telemetry/logger.ts (one redaction list for
+ * every component) and the lazy per-request child logger Fastify uses.
  */
 import type { FastifyBaseLogger } from "fastify";
-import pino, { type Logger, type LoggerOptions } from "pino";
-import { redactText } from "../policy/sanitize.js";
-import { traceLogFields } from "../telemetry/tracing.js";
+import type pino from "pino";
+import type { Logger } from "../telemetry/logger.js";
 
-/** Paths pino redacts; covers request headers, config objects and common secret field names. */
-export const redactPaths = [
-  "req.headers.authorization",
-  "req.headers.cookie",
-  'req.headers["x-api-key"]',
-  "res.headers['set-cookie']",
-  "api_key",
-  "apiKey",
-  "token",
-  "password",
-  "secret",
-  "authorization",
-  "*.api_key",
-  "*.apiKey",
-  "*.token",
-  "*.password",
-  "*.secret",
-  "*.masterKey",
-  "*.master_key",
-  "*.adminToken",
-  "*.databaseUrl",
-  "*.signature",
-  "*.private_key",
-  "*.privateKey",
-  "config.masterKey",
-  "config.adminToken",
-  "config.databaseUrl",
-];
-
-/**
- * A request URL as it may be logged: no query string (approval-link signatures, OIDC codes) and
- * no bearer secrets in path segments (public verification tokens and other prefixed secrets).
- */
-export function safeUrl(url: string): string {
-  const path = url.split("?")[0] ?? "";
-  return path
-    .replace(/^\/public\/v2\/verify\/[^/]*/, "/public/v2/verify/[REDACTED]")
-    .replace(/\/(tgp|tgs|tga|tg)_[A-Za-z0-9_-]+/g, "/$1_[REDACTED]");
-}
-
-/** pino serializers for Fastify's request and reply log lines, and for errors. */
-export const serializers = {
-  /** An error's message and stack can quote input (a database error quotes the value): redacted. */
-  err: (err: Error) => {
-    const s = pino.stdSerializers.err(err);
-    s.message = redactText(s.message);
-    if (s.stack) s.stack = redactText(s.stack);
-    return s;
-  },
-  req: (req: { method?: string; url?: string; ip?: string; socket?: { remoteAddress?: string } }) => ({
-    method: req.method,
-    url: safeUrl(req.url ?? ""),
-    remoteAddress: req.ip ?? req.socket?.remoteAddress,
-  }),
-  res: (res: { statusCode?: number }) => ({ statusCode: res.statusCode }),
-};
-
-/** Builds the service logger. `level` defaults to LOG_LEVEL or info. */
-export function createLogger(
-  opts: { level?: string; name?: string; destination?: pino.DestinationStream } = {},
-): Logger {
-  const options: LoggerOptions = {
-    name: opts.name ?? "tollgate",
-    level: opts.level ?? process.env.LOG_LEVEL ?? "info",
-    redact: { paths: redactPaths, censor: "[REDACTED]" },
-    serializers: { ...pino.stdSerializers, ...serializers },
-    // trace_id and span_id of the active span, while tracing is on (README "Operations → Tracing")
-    mixin: traceLogFields,
-  };
-  if (!opts.destination && process.stdout.isTTY && process.env.NODE_ENV !== "test") {
-    options.transport = { target: "pino-pretty", options: { colorize: true } };
-  }
-  return opts.destination ? pino(options, opts.destination) : pino(options);
-}
+export { createLogger, type Logger, redactPaths, safeUrl, serializers } from "../telemetry/logger.js";
 
 type Level = "fatal" | "error" | "warn" | "info" | "debug" | "trace";
 
@@ -149,5 +75,3 @@ export function lazyChildLogger(
   if (opts.level !== undefined) return parent.child(bindings, opts);
   return new LazyChildLogger(parent as Logger, bindings) as unknown as FastifyBaseLogger;
 }
-
-export type { Logger };
