@@ -8,6 +8,7 @@ import { readFileSync } from "node:fs";
 import os from "node:os";
 import { z } from "zod";
 import { issueLines } from "../src/contract/v1/issues.js";
+import { TelemetryEnvSchema } from "../src/telemetry/config.js";
 import { VERSION } from "../src/version.js";
 import {
   DEFAULT_SIDECAR_PORTS,
@@ -177,6 +178,24 @@ const EnvSchema = z.object({
   TOLLGATE_SIDECAR_RESOURCES: jsonOf(ResourcesSchema)
     .default(DEFAULT_SIDECAR_RESOURCES)
     .describe("resources of the injected sidecar, JSON {requests, limits}"),
+  TOLLGATE_SIDECAR_OTEL_ENV: z
+    .string()
+    .default("{}")
+    .transform((text, ctx) => {
+      try {
+        return JSON.parse(text) as unknown;
+      } catch {
+        ctx.addIssue({ code: "custom", message: "must be a JSON object of OTEL_* variables" });
+        return z.NEVER;
+      }
+    })
+    .pipe(
+      z.record(
+        z.string().regex(/^OTEL_[A-Z0-9_]+$/, "keys must be OTEL_* variable names"),
+        z.string().max(2000),
+      ),
+    )
+    .describe("OpenTelemetry variables of the injected sidecar, JSON {OTEL_*: value}; {} leaves tracing off"),
   TOLLGATE_SIDECAR_NODE_OPTIONS: z
     .string()
     .trim()
@@ -222,7 +241,8 @@ export function operatorEnvironmentHelp(): string {
       schema instanceof z.ZodDefault ? ` [default: ${JSON.stringify(schema.def.defaultValue)}]` : "";
     return `  ${name.padEnd(40)}${schema.description ?? ""}${def}`;
   });
-  return `\nEnvironment:\n${lines.join("\n")}\n`;
+  const otel = Object.keys(TelemetryEnvSchema.shape).join(", ");
+  return `\nEnvironment:\n${lines.join("\n")}\n\nTracing (OpenTelemetry, off unless an endpoint is set; README "Operations → Tracing"):\n  ${otel}\n`;
 }
 
 /** Thrown for invalid configuration; the message names each variable. */
@@ -298,6 +318,7 @@ export function loadOperatorConfig(env: NodeJS.ProcessEnv = process.env): Operat
       imagePullPolicy: e.TOLLGATE_SIDECAR_IMAGE_PULL_POLICY,
       resources: e.TOLLGATE_SIDECAR_RESOURCES,
       nodeOptions: e.TOLLGATE_SIDECAR_NODE_OPTIONS,
+      otelEnv: e.TOLLGATE_SIDECAR_OTEL_ENV,
       ports,
     },
     health: { host: e.TOLLGATE_HEALTH_HOST, port: e.TOLLGATE_HEALTH_PORT },

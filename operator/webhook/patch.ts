@@ -104,6 +104,11 @@ export interface InjectionConfig {
   resources?: SidecarResources;
   /** Container securityContext; default: non-root uid 65532, no privilege escalation, no capabilities. */
   securityContext?: Record<string, unknown>;
+  /**
+   * OpenTelemetry settings of the sidecar: OTEL_* variables (e.g. OTEL_EXPORTER_OTLP_ENDPOINT)
+   * set on it as they are; OTEL_SERVICE_NAME defaults to tollgate-sidecar. Empty: tracing off.
+   */
+  otelEnv?: Readonly<Record<string, string>>;
 }
 
 /** The parts of a Pod the builder reads (core/v1 Pod as JSON). */
@@ -282,6 +287,14 @@ const defaultSecurityContext = {
  * The sidecar container for a pod of `organization` running agent `agentName`; `taken` are the
  * port names the pod's own containers use ({@link takenPortNames}).
  */
+/** The sidecar's OTEL_* variables, sorted, with OTEL_SERVICE_NAME when tracing is configured. */
+const otelEnvOf = (otel: Readonly<Record<string, string>> = {}): { name: string; value: string }[] =>
+  Object.keys(otel).length === 0
+    ? []
+    : Object.entries({ OTEL_SERVICE_NAME: "tollgate-sidecar", ...otel })
+        .sort(([a], [b]) => a.localeCompare(b))
+        .map(([name, value]) => ({ name, value }));
+
 export function sidecarContainer(
   cfg: InjectionConfig,
   organization: string,
@@ -301,6 +314,7 @@ export function sidecarContainer(
     { name: "TOLLGATE_PROBE_ADDRESS", value: `0.0.0.0:${ports.metrics}` },
     ...(nodeOptions !== "" ? [{ name: "NODE_OPTIONS", value: nodeOptions }] : []),
     ...(upstreams !== undefined ? [{ name: "TOLLGATE_UPSTREAMS", value: upstreams }] : []),
+    ...otelEnvOf(cfg.otelEnv),
   ];
   return {
     name: SIDECAR_CONTAINER,

@@ -360,6 +360,38 @@ describe("charts/tollgate", () => {
     expect(find(anyNs.objs, "PodMonitor", `${FULL}-sidecar`).spec.namespaceSelector).toEqual({ any: true });
   });
 
+  it("tracing values: OTEL_* on the service and the operator, and through the operator on every injected sidecar", async () => {
+    const { objs } = await render([
+      "tracing.endpoint=http://otel-collector.observability:4318",
+      "tracing.sampler=parentbased_traceidratio",
+      "tracing.samplerArg=0.25",
+    ]);
+    const otel = {
+      OTEL_EXPORTER_OTLP_ENDPOINT: "http://otel-collector.observability:4318",
+      OTEL_EXPORTER_OTLP_PROTOCOL: "http/protobuf",
+      OTEL_TRACES_SAMPLER: "parentbased_traceidratio",
+      OTEL_TRACES_SAMPLER_ARG: "0.25",
+    };
+    const service = envRecord(find(objs, "Deployment", FULL).spec.template.spec.containers[0]);
+    expect(service).toMatchObject({ ...otel, OTEL_SERVICE_NAME: "tollgate-service" });
+    const oc = find(objs, "Deployment", `${FULL}-operator`).spec.template.spec.containers[0];
+    expect(envRecord(oc)).toMatchObject({ ...otel, OTEL_SERVICE_NAME: "tollgate-operator" });
+    expect(envRecord(injectedSidecar(oc).sidecar)).toMatchObject({
+      ...otel,
+      OTEL_SERVICE_NAME: "tollgate-sidecar",
+    });
+    // Off by default: no OTEL_* anywhere, the sidecar included.
+    const off = await render([]);
+    const offOperator = find(off.objs, "Deployment", `${FULL}-operator`).spec.template.spec.containers[0];
+    for (const env of [
+      envRecord(find(off.objs, "Deployment", FULL).spec.template.spec.containers[0]),
+      envRecord(offOperator),
+      envRecord(injectedSidecar(offOperator).sidecar),
+    ]) {
+      expect(Object.keys(env).filter((k) => k.startsWith("OTEL_"))).toEqual([]);
+    }
+  });
+
   it("default render: webhook equals the operator's builder; RBAC equals operator/rbac.ts", async () => {
     const { objs } = await render();
     const mwc = find(objs, "MutatingWebhookConfiguration", `${FULL}-sidecar-injector`);

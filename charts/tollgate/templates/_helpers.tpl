@@ -1,4 +1,31 @@
 {{/* Chart name. */}}
+{{/* OTEL_* variables as a dict (empty while tracing.endpoint is empty), without the service name. */}}
+{{- define "tollgate.otelVars" -}}
+{{- $vars := dict -}}
+{{- with .Values.tracing -}}
+{{- if .endpoint -}}
+{{- $_ := set $vars "OTEL_EXPORTER_OTLP_ENDPOINT" .endpoint -}}
+{{- $_ := set $vars "OTEL_EXPORTER_OTLP_PROTOCOL" .protocol -}}
+{{- $_ := set $vars "OTEL_TRACES_SAMPLER" .sampler -}}
+{{- if .samplerArg }}{{- $_ := set $vars "OTEL_TRACES_SAMPLER_ARG" (toString .samplerArg) -}}{{- end -}}
+{{- end -}}
+{{- end -}}
+{{- toJson $vars -}}
+{{- end -}}
+
+{{/* Container env entries of the OTEL_* variables for one component (`name`: OTEL_SERVICE_NAME). */}}
+{{- define "tollgate.otelEnv" -}}
+{{- $vars := include "tollgate.otelVars" .root | fromJson -}}
+{{- if $vars -}}
+- name: OTEL_SERVICE_NAME
+  value: {{ .name | quote }}
+{{- range $k, $v := $vars }}
+- name: {{ $k }}
+  value: {{ $v | quote }}
+{{- end }}
+{{- end -}}
+{{- end -}}
+
 {{- define "tollgate.name" -}}
 {{- default .Chart.Name .Values.nameOverride | trunc 63 | trimSuffix "-" }}
 {{- end }}

@@ -129,6 +129,8 @@ describe("loadOperatorConfig: the injected sidecar (chart values sidecar.*)", ()
     ["TOLLGATE_SIDECAR_GRPC_PORT", "0", /TOLLGATE_SIDECAR_GRPC_PORT/],
     ["TOLLGATE_SIDECAR_METRICS_PORT", "70000", /TOLLGATE_SIDECAR_METRICS_PORT/],
     ["TOLLGATE_SIDECAR_HTTP_PORT", "9091", /must differ/],
+    ["TOLLGATE_SIDECAR_OTEL_ENV", "{otel", /TOLLGATE_SIDECAR_OTEL_ENV: must be a JSON object/],
+    ["TOLLGATE_SIDECAR_OTEL_ENV", '{"PATH":"/bin"}', /TOLLGATE_SIDECAR_OTEL_ENV\.PATH: Invalid key/],
   ])("refuses %s=%s, naming the variable", (name, value, message) => {
     expect(() => loadOperatorConfig({ ...base, [name]: value })).toThrow(message);
   });
