@@ -2,7 +2,8 @@
  * `npm run demo` without --approve-after, the way a person runs it: the demo waits at each
  * approval and prints the dashboard URL; a real Chromium signs in there through the development
  * OpenID provider as the demo's approver, approves the first external e-mail and the 7,500 USD
- * payment, and the demo then runs to the end and exits 0. Screenshots go to
+ * payment, and the demo then runs to the end and exits 0 (its service, sidecar and agent are
+ * processes of their own, stopped by the demo; the folder it made is gone). Screenshots go to
  * test-artifacts/screenshots (demo-*.png).
  */
 import { type ChildProcess, spawn } from "node:child_process";
@@ -31,7 +32,14 @@ describe("npm run demo with a person approving in the dashboard", () => {
     });
   });
   afterAll(async () => {
-    if (demo && demo.exitCode === null) demo.kill("SIGKILL");
+    // SIGTERM lets the demo stop its own processes (service, sidecar, agent); SIGKILL would orphan them.
+    if (demo && demo.exitCode === null && demo.signalCode === null) {
+      const gone = new Promise((r) => demo.once("exit", r));
+      demo.kill("SIGTERM");
+      const timer = setTimeout(() => demo.kill("SIGKILL"), 30_000);
+      await gone;
+      clearTimeout(timer);
+    }
     await browser?.close();
   });
 
@@ -99,7 +107,10 @@ describe("npm run demo with a person approving in the dashboard", () => {
     expect(out).toMatch(
       /✔ pay_invoice went ahead after the human approval {2}decision_source=human_approval/,
     );
-    expect(out).toMatch(/All steps behaved as expected/);
+    expect(out).toMatch(/All steps behaved as expected \(15 checks passed\)/); // no API approvals: 17 − 2
     expect(out).not.toContain("✘");
+    const dir = out.match(/\(data in (\/\S+)\/service\)/)?.[1];
+    expect(dir, out).toBeDefined();
+    expect(existsSync(dir!)).toBe(false);
   }, 150_000);
 });
