@@ -25,7 +25,7 @@ from __future__ import annotations
 import asyncio
 import json
 import threading
-from collections.abc import AsyncIterator, Iterator, Mapping
+from collections.abc import AsyncIterator, Awaitable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 from uuid import UUID
@@ -43,6 +43,9 @@ from .config import ChainConfig
 from .models import PolicyDecision
 
 Mode = Literal["langgraph", "langchain"]
+
+_Plan = tuple[str, str, str, dict[str, Any]]
+"""A governed action to record: agent_name, action_type, action_name, payload."""
 
 
 @dataclass(frozen=True)
@@ -94,7 +97,7 @@ class _Planner:
         tags: list[str] | None,
         metadata: Mapping[str, Any] | None,
         name: str | None,
-    ) -> tuple[str, str, str, dict[str, Any]] | None:
+    ) -> _Plan | None:
         is_root = self.root is None
         if is_root:
             self.root = run_id
@@ -122,7 +125,7 @@ class _Planner:
         metadata: Mapping[str, Any] | None,
         inputs: Mapping[str, Any] | None,
         name: str | None,
-    ) -> tuple[str, str, str, dict[str, Any]]:
+    ) -> _Plan:
         if self.root is None:
             self.root = run_id
         tool = name or _serialized_name(serialized) or "tool"
@@ -134,8 +137,9 @@ class _Planner:
         return agent, "tool_call", tool, tool_payload(inputs if inputs is not None else input_str)
 
 
-class GovernanceCallbackHandler(BaseCallbackHandler):
-    """Records a governed run into a chain (blocking; used by ``invoke`` and ``stream``)."""
+class _Recorder:
+    """What the blocking and the asyncio handler share: the planner, the lock serializing the
+    run's recordings and the blocking recording itself."""
 
     raise_error = True
     run_inline = True
@@ -143,16 +147,22 @@ class GovernanceCallbackHandler(BaseCallbackHandler):
     def __init__(self, chain: Chain, mode: Mode, agent_name: str | None = None) -> None:
         self.chain = chain
         self._planner = _Planner(mode, agent_name)
+        # One lock for both paths of the async handler: LangChain runs it on the run's loop for
+        # async runnables, and with asyncio.run() in a worker thread for sync tools inside async runs.
         self._lock = threading.Lock()
         self.recorded: list[RecordedRunAction] = []
 
-    def _record(self, plan: tuple[str, str, str, dict[str, Any]] | None) -> None:
+    def _record_blocking(self, plan: _Plan | None) -> None:
         if plan is None:
             return
         agent, action_type, action_name, payload = plan
         with self._lock:
             decision = self.chain.record_agent_action_sync(agent, action_type, action_name, payload)
             self.recorded.append(RecordedRunAction(agent, action_type, action_name, decision))
+
+
+class GovernanceCallbackHandler(_Recorder, BaseCallbackHandler):
+    """Records a governed run into a chain (blocking; used by ``invoke`` and ``stream``)."""
 
     def on_chain_start(
         self,
@@ -165,7 +175,7 @@ class GovernanceCallbackHandler(BaseCallbackHandler):
         metadata: dict[str, Any] | None = None,
         **kwargs: Any,
     ) -> Any:
-        self._record(
+        self._record_blocking(
             self._planner.chain_start(serialized, inputs, run_id, parent_run_id, tags, metadata, kwargs.get("name"))
         )
 
@@ -181,37 +191,25 @@ class GovernanceCallbackHandler(BaseCallbackHandler):
         inputs: dict[str, Any] | None = None,
         **kwargs: Any,
     ) -> Any:
-        self._record(self._planner.tool_start(serialized, input_str, run_id, metadata, inputs, kwargs.get("name")))
+        self._record_blocking(self._planner.tool_start(serialized, input_str, run_id, metadata, inputs, kwargs.get("name")))
 
 
-class AsyncGovernanceCallbackHandler(AsyncCallbackHandler):
+class AsyncGovernanceCallbackHandler(_Recorder, AsyncCallbackHandler):
     """Records a governed run into a chain (asyncio; used by ``ainvoke`` and ``astream``)."""
 
-    raise_error = True
-    run_inline = True
-
-    def __init__(self, chain: Chain, mode: Mode, agent_name: str | None = None) -> None:
-        self.chain = chain
-        self._planner = _Planner(mode, agent_name)
-        # One lock for both paths: LangChain runs this handler on the run's loop for async
-        # runnables, and with asyncio.run() in a worker thread for sync tools inside async runs.
-        self._lock = threading.Lock()
-        self._home: asyncio.AbstractEventLoop | None = None
-        self.recorded: list[RecordedRunAction] = []
+    _home: asyncio.AbstractEventLoop | None = None
 
     def bind(self) -> None:
         """Remembers the loop of the run (called by the wrapper inside the run's loop)."""
         self._home = asyncio.get_running_loop()
 
-    async def _record(self, plan: tuple[str, str, str, dict[str, Any]] | None) -> None:
+    async def _record(self, plan: _Plan | None) -> None:
         if plan is None:
             return
         agent, action_type, action_name, payload = plan
         if asyncio.get_running_loop() is not self._home:
             # A throwaway loop in a worker thread: blocking here blocks only that thread.
-            with self._lock:
-                decision = self.chain.record_agent_action_sync(agent, action_type, action_name, payload)
-                self.recorded.append(RecordedRunAction(agent, action_type, action_name, decision))
+            self._record_blocking(plan)
             return
         while not self._lock.acquire(blocking=False):
             await asyncio.sleep(0.005)
@@ -306,6 +304,25 @@ class GovernedRunnable:
             return given, False
         return Chain(self.chain_name, self.metadata, self._policy_config, config=self._config), True
 
+    def _open(self, given: Chain | None) -> tuple[Chain, bool, GovernanceCallbackHandler]:
+        """The run's chain (entered when it is the run's own), whether it is, and its handler."""
+        governed, own = self._new_chain(given)
+        if own:
+            governed.enter()
+        handler = GovernanceCallbackHandler(governed, self._mode, self._agent_name)
+        self.last_chain, self.last_handler = governed, handler
+        return governed, own, handler
+
+    async def _aopen(self, given: Chain | None) -> tuple[Chain, bool, AsyncGovernanceCallbackHandler]:
+        """The async twin of :meth:`_open` (the handler bound to the running loop)."""
+        governed, own = self._new_chain(given)
+        if own:
+            await governed.aenter()
+        handler = AsyncGovernanceCallbackHandler(governed, self._mode, self._agent_name)
+        handler.bind()
+        self.last_chain, self.last_handler = governed, handler
+        return governed, own, handler
+
     def invoke(self, input: Any, config: Mapping[str, Any] | None = None, *, chain: Chain | None = None, **kwargs: Any) -> Any:
         """Runs the wrapped object inside a chain and returns its result.
 
@@ -314,11 +331,7 @@ class GovernedRunnable:
             ChainTimeoutError, BackendUnavailableError from the handler, or the framework's own);
             BackendUnavailableError / ServiceApiError when the chain cannot be opened or completed.
         """
-        governed, own = self._new_chain(chain)
-        if own:
-            governed.enter()
-        handler = GovernanceCallbackHandler(governed, self._mode, self._agent_name)
-        self.last_chain, self.last_handler = governed, handler
+        governed, own, handler = self._open(chain)
         try:
             result = self.runnable.invoke(input, _with_handler(config, handler), **kwargs)
         except BaseException as err:
@@ -333,20 +346,12 @@ class GovernedRunnable:
         self, input: Any, config: Mapping[str, Any] | None = None, *, chain: Chain | None = None, **kwargs: Any
     ) -> Any:
         """The async twin of :meth:`invoke`."""
-        governed, own = self._new_chain(chain)
-        if own:
-            await governed.aenter()
-        handler = AsyncGovernanceCallbackHandler(governed, self._mode, self._agent_name)
-        handler.bind()
-        self.last_chain, self.last_handler = governed, handler
+        governed, own, handler = await self._aopen(chain)
         try:
             result = await self.runnable.ainvoke(input, _with_handler(config, handler), **kwargs)
         except BaseException as err:
             if own:
-                try:
-                    await governed.aexit(err)
-                except Exception:  # noqa: S110 - never hide the run's error
-                    pass
+                await _aquiet(governed.aexit(err))
             raise
         if own:
             await governed.aexit()
@@ -357,11 +362,7 @@ class GovernedRunnable:
     ) -> Iterator[Any]:
         """Streams the wrapped object's output inside a chain; the chain is completed when the
         stream ends (also when the consumer stops early) and marked failed when it raises."""
-        governed, own = self._new_chain(chain)
-        if own:
-            governed.enter()
-        handler = GovernanceCallbackHandler(governed, self._mode, self._agent_name)
-        self.last_chain, self.last_handler = governed, handler
+        governed, own, handler = self._open(chain)
         failed = False
         try:
             yield from self.runnable.stream(input, _with_handler(config, handler), **kwargs)
@@ -378,12 +379,7 @@ class GovernedRunnable:
         self, input: Any, config: Mapping[str, Any] | None = None, *, chain: Chain | None = None, **kwargs: Any
     ) -> AsyncIterator[Any]:
         """The async twin of :meth:`stream`."""
-        governed, own = self._new_chain(chain)
-        if own:
-            await governed.aenter()
-        handler = AsyncGovernanceCallbackHandler(governed, self._mode, self._agent_name)
-        handler.bind()
-        self.last_chain, self.last_handler = governed, handler
+        governed, own, handler = await self._aopen(chain)
         failed = False
         try:
             async for chunk in self.runnable.astream(input, _with_handler(config, handler), **kwargs):
@@ -391,10 +387,7 @@ class GovernedRunnable:
         except Exception as err:
             failed = True
             if own:
-                try:
-                    await governed.aexit(err)
-                except Exception:  # noqa: S110
-                    pass
+                await _aquiet(governed.aexit(err))
             raise
         finally:
             if own and not failed:
@@ -404,5 +397,13 @@ class GovernedRunnable:
 def _quiet(fn: Any) -> None:
     try:
         fn()
+    except Exception:  # noqa: S110 - completion errors must not hide the run's error
+        pass
+
+
+async def _aquiet(completion: Awaitable[Any]) -> None:
+    """The async twin of :func:`_quiet`."""
+    try:
+        await completion
     except Exception:  # noqa: S110 - completion errors must not hide the run's error
         pass

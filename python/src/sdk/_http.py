@@ -102,6 +102,27 @@ def _reason(exc: BaseException) -> str:
     return type(exc).__name__
 
 
+def _request_args(settings: HttpSettings, req: Request) -> dict[str, Any]:
+    """The arguments of ``httpx.Client.request`` / ``httpx.AsyncClient.request`` for ``req``."""
+    return {
+        "method": req.method,
+        "url": settings.base_url + req.path,
+        "content": encode_json(req.body) if req.has_body else None,
+        "headers": _headers(settings, req),
+        "timeout": _timeout(settings, req),
+    }
+
+
+def _send_failure(settings: HttpSettings, req: Request, exc: httpx.HTTPError) -> Exception:
+    """The mapped error of a failed send. Raised here, chained to ``exc``, unless the path holds a
+    secret; then returned, for the caller to raise outside its ``except`` block (no cause, no
+    context: httpx's exception names the URL)."""
+    err = network_error(settings, req, exc)
+    if not req.secret_path:
+        raise err from exc
+    return err
+
+
 def network_error(settings: HttpSettings, req: Request, exc: Exception) -> Exception:
     """Maps an httpx exception to the SDK's error (see the module docstring)."""
     if isinstance(exc, httpx.TimeoutException):
@@ -169,23 +190,12 @@ class SyncHttp:
 
     def send(self, req: Request) -> Any:
         try:
-            res = self._get().request(
-                req.method,
-                self.settings.base_url + req.path,
-                content=encode_json(req.body) if req.has_body else None,
-                headers=_headers(self.settings, req),
-                timeout=_timeout(self.settings, req),
-            )
+            res = self._get().request(**_request_args(self.settings, req))
         except httpx.HTTPError as exc:
-            err = network_error(self.settings, req, exc)
-            if not req.secret_path:
-                raise err from exc
-            failure: Exception | None = err  # raised below: no cause, no context (the URL holds a secret)
+            failure = _send_failure(self.settings, req, exc)
         else:
-            failure = None
-        if failure is not None:
-            raise failure
-        return interpret(req, res.status_code, res.content)
+            return interpret(req, res.status_code, res.content)
+        raise failure  # outside the handler: no context (see _send_failure)
 
     def close(self) -> None:
         with self._lock:
@@ -216,23 +226,12 @@ class AsyncHttp:
 
     async def send(self, req: Request) -> Any:
         try:
-            res = await self._get().request(
-                req.method,
-                self.settings.base_url + req.path,
-                content=encode_json(req.body) if req.has_body else None,
-                headers=_headers(self.settings, req),
-                timeout=_timeout(self.settings, req),
-            )
+            res = await self._get().request(**_request_args(self.settings, req))
         except httpx.HTTPError as exc:
-            err = network_error(self.settings, req, exc)
-            if not req.secret_path:
-                raise err from exc
-            failure: Exception | None = err  # raised below: no cause, no context (the URL holds a secret)
+            failure = _send_failure(self.settings, req, exc)
         else:
-            failure = None
-        if failure is not None:
-            raise failure
-        return interpret(req, res.status_code, res.content)
+            return interpret(req, res.status_code, res.content)
+        raise failure  # outside the handler: no context (see _send_failure)
 
     async def aclose(self) -> None:
         """Closes the current loop's client (clients of other loops end with their loops)."""

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Mapping
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 from urllib.parse import quote, urlencode
 
 from ._http import AsyncHttp, Flow, HttpSettings, Request, SyncHttp, parse, run_async, run_sync
@@ -218,9 +218,11 @@ def _settings(api_key: str, backend_url: str, timeout_seconds: float, config: Ch
     )
 
 
-class ServiceClient:
-    """Blocking client of the governance service. Usable as a context manager (closes its
-    connection pool)."""
+_Client = TypeVar("_Client", bound="_BaseClient")
+
+
+class _BaseClient:
+    """The construction :class:`ServiceClient` and :class:`AsyncServiceClient` share."""
 
     def __init__(
         self,
@@ -230,10 +232,13 @@ class ServiceClient:
         timeout_seconds: float = 5.0,
         _config: ChainConfig | None = None,
     ) -> None:
-        self._http = SyncHttp(_settings(api_key, backend_url, timeout_seconds, _config))
+        self._connect(_settings(api_key, backend_url, timeout_seconds, _config))
+
+    def _connect(self, settings: HttpSettings) -> None:
+        raise NotImplementedError
 
     @classmethod
-    def from_config(cls, config: ChainConfig) -> ServiceClient:
+    def from_config(cls: type[_Client], config: ChainConfig) -> _Client:
         """A client with the configuration's key, URL, timeout and transport."""
         return cls(
             config.api_key,
@@ -241,6 +246,14 @@ class ServiceClient:
             timeout_seconds=config.backend_timeout_seconds,
             _config=config,
         )
+
+
+class ServiceClient(_BaseClient):
+    """Blocking client of the governance service. Usable as a context manager (closes its
+    connection pool)."""
+
+    def _connect(self, settings: HttpSettings) -> None:
+        self._http = SyncHttp(settings)
 
     @property
     def base_url(self) -> str:
@@ -339,27 +352,11 @@ class ServiceClient:
         return run_sync(verify_receipt_legacy_flow(receipt_id), self._http)
 
 
-class AsyncServiceClient:
+class AsyncServiceClient(_BaseClient):
     """The asyncio twin of :class:`ServiceClient` (same methods, awaitable)."""
 
-    def __init__(
-        self,
-        api_key: str,
-        *,
-        backend_url: str = DEFAULT_BACKEND_URL,
-        timeout_seconds: float = 5.0,
-        _config: ChainConfig | None = None,
-    ) -> None:
-        self._http = AsyncHttp(_settings(api_key, backend_url, timeout_seconds, _config))
-
-    @classmethod
-    def from_config(cls, config: ChainConfig) -> AsyncServiceClient:
-        return cls(
-            config.api_key,
-            backend_url=config.backend_url,
-            timeout_seconds=config.backend_timeout_seconds,
-            _config=config,
-        )
+    def _connect(self, settings: HttpSettings) -> None:
+        self._http = AsyncHttp(settings)
 
     async def aclose(self) -> None:
         await self._http.aclose()
