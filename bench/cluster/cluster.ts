@@ -10,12 +10,15 @@
  */
 import path from "node:path";
 import {
+  CHART_IMAGE_TAGS,
   CLUSTER,
   helm,
+  installPostgres,
   KUBECONFIG,
   k,
   kJson,
   kTry,
+  POSTGRES_IMAGE,
   ROOT,
   run,
   TAG,
@@ -35,8 +38,6 @@ export const NS = {
 export const ORG = "bench";
 const CRDS = ["organizations.tollgate.dev", "governancepolicies.tollgate.dev", "approverteams.tollgate.dev"];
 const INJECTOR_WEBHOOK = "namespaces.sidecar.tollgate.dev";
-/** Built and loaded by test/cluster/build-test-images.sh. */
-const POSTGRES_IMAGE = "tollgate.local/postgres:test";
 
 /** Runs a project script with the cluster's name and kubeconfig; throws with its stderr on failure. */
 async function script(what: string, args: string[], env: Record<string, string> = {}): Promise<void> {
@@ -73,57 +74,6 @@ export async function bringUpCluster(stops: Teardown): Promise<boolean> {
   });
   await script("test images", [path.join(ROOT, "test/cluster/build-test-images.sh"), CLUSTER]);
   return true;
-}
-
-/** PostgreSQL from Debian's packages as a Deployment + Service, and the Secret the chart reads. */
-function postgres(ns: string, password: string): string {
-  return JSON.stringify({
-    apiVersion: "v1",
-    kind: "List",
-    items: [
-      {
-        apiVersion: "apps/v1",
-        kind: "Deployment",
-        metadata: { name: "postgres", namespace: ns },
-        spec: {
-          selector: { matchLabels: { app: "postgres" } },
-          template: {
-            metadata: { labels: { app: "postgres" } },
-            spec: {
-              containers: [
-                {
-                  name: "postgres",
-                  image: POSTGRES_IMAGE,
-                  imagePullPolicy: "Never",
-                  env: [
-                    { name: "POSTGRES_USER", value: "tollgate" },
-                    { name: "POSTGRES_PASSWORD", value: password },
-                    { name: "POSTGRES_DB", value: "tollgate" },
-                  ],
-                  ports: [{ containerPort: 5432 }],
-                  readinessProbe: { tcpSocket: { port: 5432 }, periodSeconds: 2 },
-                  volumeMounts: [{ name: "data", mountPath: "/var/lib/postgresql" }],
-                },
-              ],
-              volumes: [{ name: "data", emptyDir: {} }],
-            },
-          },
-        },
-      },
-      {
-        apiVersion: "v1",
-        kind: "Service",
-        metadata: { name: "postgres", namespace: ns },
-        spec: { selector: { app: "postgres" }, ports: [{ port: 5432 }] },
-      },
-      {
-        apiVersion: "v1",
-        kind: "Secret",
-        metadata: { name: "tollgate-postgres", namespace: ns },
-        stringData: { url: `postgres://tollgate:${password}@postgres.${ns}.svc:5432/tollgate` },
-      },
-    ],
-  });
 }
 
 /** Waits (bounded) until `kubectl get args` finds nothing. */
@@ -227,11 +177,8 @@ export async function installProduct(stops: Teardown, own: boolean): Promise<voi
       ],
     }),
   });
-  await k(["apply", "-f", "-"], { input: postgres(NS.release, "tollgate-bench") });
   const t0 = Date.now();
-  await k(["-n", NS.release, "rollout", "status", "deployment/postgres", "--timeout=180s"], {
-    timeoutMs: 200_000,
-  });
+  await installPostgres(NS.release, "tollgate-bench");
   progress(`PostgreSQL Ready: ${Math.round((Date.now() - t0) / 1000)} s`);
   const t1 = Date.now();
   await helm([
@@ -240,7 +187,7 @@ export async function installProduct(stops: Teardown, own: boolean): Promise<voi
     path.join(ROOT, "charts/tollgate"),
     "-n",
     NS.release,
-    ...["service", "operator", "sidecar"].flatMap((c) => ["--set", `${c}.image.tag=${TAG}`]),
+    ...CHART_IMAGE_TAGS,
     "--set",
     "database.existingSecret=tollgate-postgres",
     "--set",

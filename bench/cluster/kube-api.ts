@@ -1,7 +1,7 @@
 /**
  * A lean client of the kind cluster's API server from its kubeconfig (the admin client
- * certificate kind writes): keep-alive node:https requests, the same {@link ApiClient} shape as
- * bench/lib/kube.ts, plus a watch stream. Timing pod creation through kubectl would add a process
+ * certificate kind writes): the keep-alive {@link ApiClient} of bench/lib/kube.ts, plus a watch
+ * stream. Timing pod creation through kubectl would add a process
  * start to every figure; this adds one TLS request.
  */
 
@@ -9,7 +9,7 @@ import { readFileSync } from "node:fs";
 import https from "node:https";
 import { createInterface } from "node:readline";
 import YAML from "yaml";
-import type { ApiClient, ApiResponse } from "../lib/kube.js";
+import { type ApiClient, tlsApiClient } from "../lib/kube.js";
 
 /** One watch event of the API server. */
 export interface WatchEvent {
@@ -44,47 +44,9 @@ export function kubeApi(file: string, context: string, sockets = 16): KubeApi {
     cert: b64(user["client-certificate-data"]),
     key: b64(user["client-key-data"]),
   };
+  const client = tlsApiClient(cluster.server, tls, sockets);
   const url = new URL(cluster.server);
-  const agent = new https.Agent({ keepAlive: true, maxSockets: sockets, ...tls });
   const base = { host: url.hostname, port: url.port, headers: { accept: "application/json" } };
-
-  const request = (method: string, p: string, body?: unknown, contentType = "application/json") => {
-    const payload = body === undefined ? undefined : JSON.stringify(body);
-    return new Promise<ApiResponse>((resolve, reject) => {
-      const req = https.request(
-        {
-          ...base,
-          path: p,
-          method,
-          agent,
-          headers: {
-            ...base.headers,
-            ...(payload !== undefined && {
-              "content-type": contentType,
-              "content-length": Buffer.byteLength(payload),
-            }),
-          },
-        },
-        (res) => {
-          const chunks: Buffer[] = [];
-          res.on("data", (c: Buffer) => chunks.push(c));
-          res.on("end", () => {
-            const text = Buffer.concat(chunks).toString("utf8");
-            let parsed: unknown;
-            try {
-              parsed = text ? JSON.parse(text) : undefined;
-            } catch {
-              parsed = undefined;
-            }
-            resolve({ status: res.statusCode ?? 0, text, body: parsed });
-          });
-          res.on("error", reject);
-        },
-      );
-      req.on("error", reject);
-      req.end(payload);
-    });
-  };
 
   const watch = (p: string, onEvent: (e: WatchEvent) => void) => {
     // Its own connection: a watch holds it for as long as it runs.
@@ -118,5 +80,5 @@ export function kubeApi(file: string, context: string, sockets = 16): KubeApi {
     };
   };
 
-  return { request, watch, close: () => agent.destroy() };
+  return { ...client, watch };
 }

@@ -158,14 +158,31 @@ export interface ApiClient {
 
 /** An {@link ApiClient} with at most `sockets` connections. */
 export function apiClient(cp: ControlPlane, sockets: number): ApiClient {
-  const url = new URL(cp.server);
-  const agent = new https.Agent({
-    keepAlive: true,
-    maxSockets: sockets,
-    ca: readFileSync(cp.certs.caCertPath),
-    cert: readFileSync(cp.certs.adminCertPath),
-    key: readFileSync(cp.certs.adminKeyPath),
-  });
+  return tlsApiClient(
+    cp.server,
+    {
+      ca: readFileSync(cp.certs.caCertPath),
+      cert: readFileSync(cp.certs.adminCertPath),
+      key: readFileSync(cp.certs.adminKeyPath),
+    },
+    sockets,
+  );
+}
+
+/** Client TLS material of an API server: its CA, and the client's certificate and key. */
+export interface ClientTls {
+  ca: Buffer;
+  cert: Buffer;
+  key: Buffer;
+}
+
+/**
+ * An {@link ApiClient} of the API server at `server` (https URL) authenticated by the client
+ * certificate in `tls`, with at most `sockets` keep-alive connections.
+ */
+export function tlsApiClient(server: string, tls: ClientTls, sockets: number): ApiClient {
+  const url = new URL(server);
+  const agent = new https.Agent({ keepAlive: true, maxSockets: sockets, ...tls });
   return {
     request(method, p, body, contentType = "application/json") {
       const payload = body === undefined ? undefined : JSON.stringify(body);

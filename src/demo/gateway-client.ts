@@ -7,6 +7,7 @@
 import path from "node:path";
 import * as grpc from "@grpc/grpc-js";
 import * as protoLoader from "@grpc/proto-loader";
+import { GATEWAY_PROTO, PROTO_LOADER_OPTIONS } from "../contract/v1/grpc.js";
 
 /** Directory holding tollgate/v1/gateway.proto. */
 const PROTO_ROOT = path.resolve(import.meta.dirname, "../../proto");
@@ -87,12 +88,8 @@ type GatewayClient = grpc.Client & Record<string, Unary>;
 
 /** Loads the contract and connects (insecure: the sidecar listens on loopback) to `address`. */
 export function connectGateway(address: string) {
-  const definition = protoLoader.loadSync("tollgate/v1/gateway.proto", {
-    keepCase: true,
-    longs: String,
-    enums: String,
-    defaults: true,
-    oneofs: true,
+  const definition = protoLoader.loadSync(GATEWAY_PROTO, {
+    ...PROTO_LOADER_OPTIONS,
     includeDirs: [PROTO_ROOT],
   });
   const pkg = grpc.loadPackageDefinition(definition) as unknown as {

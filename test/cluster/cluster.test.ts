@@ -23,8 +23,10 @@ import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
   api,
+  CHART_IMAGE_TAGS,
   CONTEXT,
   helm,
+  installPostgres,
   KUBECONFIG,
   k,
   kJson,
@@ -39,14 +41,6 @@ import {
 const NS = "tollgate-system";
 const AGENTS = "acme-agents"; // examples/00-namespace.yaml: labelled for injection, organization acme
 const CHART = path.join(ROOT, "charts/tollgate");
-const IMAGES = [
-  `--set`,
-  `service.image.tag=${TAG}`,
-  `--set`,
-  `operator.image.tag=${TAG}`,
-  `--set`,
-  `sidecar.image.tag=${TAG}`,
-];
 const MEMORY_SERVER = "/app/node_modules/@modelcontextprotocol/server-memory/dist/index.js";
 const FILES_SERVER = "/app/node_modules/@modelcontextprotocol/server-filesystem/dist/index.js";
 
@@ -182,7 +176,7 @@ describe("Tollgate in a kind cluster", () => {
       "-n",
       ns,
       "--create-namespace",
-      ...IMAGES,
+      ...CHART_IMAGE_TAGS,
       "--set",
       "operator.enabled=false",
       "--set",
@@ -210,57 +204,7 @@ describe("Tollgate in a kind cluster", () => {
   it("the chart: service with 2 replicas on PostgreSQL in the cluster, operator with 2 replicas", async () => {
     await k(["create", "namespace", NS]);
     // PostgreSQL from Debian's packages (test/cluster/fixtures/postgres), as a Deployment + Service.
-    const password = "tollgate-cluster-test";
-    await k(["apply", "-f", "-"], {
-      input: JSON.stringify({
-        apiVersion: "v1",
-        kind: "List",
-        items: [
-          {
-            apiVersion: "apps/v1",
-            kind: "Deployment",
-            metadata: { name: "postgres", namespace: NS },
-            spec: {
-              selector: { matchLabels: { app: "postgres" } },
-              template: {
-                metadata: { labels: { app: "postgres" } },
-                spec: {
-                  containers: [
-                    {
-                      name: "postgres",
-                      image: "tollgate.local/postgres:test",
-                      imagePullPolicy: "Never",
-                      env: [
-                        { name: "POSTGRES_USER", value: "tollgate" },
-                        { name: "POSTGRES_PASSWORD", value: password },
-                        { name: "POSTGRES_DB", value: "tollgate" },
-                      ],
-                      ports: [{ containerPort: 5432 }],
-                      readinessProbe: { tcpSocket: { port: 5432 }, periodSeconds: 2 },
-                      volumeMounts: [{ name: "data", mountPath: "/var/lib/postgresql" }],
-                    },
-                  ],
-                  volumes: [{ name: "data", emptyDir: {} }],
-                },
-              },
-            },
-          },
-          {
-            apiVersion: "v1",
-            kind: "Service",
-            metadata: { name: "postgres", namespace: NS },
-            spec: { selector: { app: "postgres" }, ports: [{ port: 5432 }] },
-          },
-          {
-            apiVersion: "v1",
-            kind: "Secret",
-            metadata: { name: "tollgate-postgres", namespace: NS },
-            stringData: { url: `postgres://tollgate:${password}@postgres.${NS}.svc:5432/tollgate` },
-          },
-        ],
-      }),
-    });
-    await k(["-n", NS, "rollout", "status", "deployment/postgres", "--timeout=180s"]);
+    await installPostgres(NS, "tollgate-cluster-test");
     const t0 = Date.now();
     await helm([
       "install",
@@ -268,7 +212,7 @@ describe("Tollgate in a kind cluster", () => {
       CHART,
       "-n",
       NS,
-      ...IMAGES,
+      ...CHART_IMAGE_TAGS,
       "--set",
       "database.existingSecret=tollgate-postgres",
       "--set",

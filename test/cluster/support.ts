@@ -6,6 +6,7 @@ import { type ChildProcess, spawn } from "node:child_process";
 import { existsSync, readFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
+import { pollUntil } from "../support/wait.js";
 
 export const ROOT = path.resolve(import.meta.dirname, "../..");
 export const CACHE = process.env.TOLLGATE_CACHE_DIR ?? path.join(os.homedir(), ".cache/tollgate");
@@ -88,24 +89,13 @@ export async function helm(args: string[], timeoutMs = 600_000): Promise<string>
 }
 
 /** Polls `fn` until it returns a truthy value; throws with `what` after `timeoutMs`. */
-export async function waitFor<T>(
+export function waitFor<T>(
   what: string,
   fn: () => Promise<T | undefined | null | false>,
   timeoutMs = 120_000,
   intervalMs = 500,
 ): Promise<T> {
-  const end = Date.now() + timeoutMs;
-  let last: unknown;
-  for (;;) {
-    try {
-      const v = await fn();
-      if (v) return v;
-    } catch (err) {
-      last = err;
-    }
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}${last ? `: ${String(last)}` : ""}`);
-    await new Promise((r) => setTimeout(r, intervalMs));
-  }
+  return pollUntil(what, fn, timeoutMs, intervalMs);
 }
 
 /** `kubectl port-forward` to a Service or pod on a free local port (loopback only). */
@@ -141,22 +131,71 @@ export async function portForward(
 }
 
 /** JSON HTTP call with a bearer token; throws on a non-2xx answer. */
-export async function api(
-  base: string,
-  token: string,
-  method: string,
-  url: string,
-  body?: unknown,
-): Promise<any> {
-  const res = await fetch(`${base}${url}`, {
-    method,
-    headers: {
-      authorization: `Bearer ${token}`,
-      ...(body !== undefined && { "content-type": "application/json" }),
-    },
-    ...(body !== undefined && { body: JSON.stringify(body) }),
+export { api } from "../support/http.js";
+
+/** Built and loaded into the cluster by test/cluster/build-test-images.sh (Debian's packages). */
+export const POSTGRES_IMAGE = "tollgate.local/postgres:test";
+
+/** `--set` arguments of the chart for the project's images built for the cluster (TAG). */
+export const CHART_IMAGE_TAGS = ["service", "operator", "sidecar"].flatMap((c) => [
+  "--set",
+  `${c}.image.tag=${TAG}`,
+]);
+
+/**
+ * PostgreSQL ({@link POSTGRES_IMAGE}) in namespace `ns` as a Deployment + Service `postgres`, and
+ * the Secret `tollgate-postgres` the chart reads (database.existingSecret); waits until it is
+ * rolled out.
+ */
+export async function installPostgres(ns: string, password: string): Promise<void> {
+  await k(["apply", "-f", "-"], {
+    input: JSON.stringify({
+      apiVersion: "v1",
+      kind: "List",
+      items: [
+        {
+          apiVersion: "apps/v1",
+          kind: "Deployment",
+          metadata: { name: "postgres", namespace: ns },
+          spec: {
+            selector: { matchLabels: { app: "postgres" } },
+            template: {
+              metadata: { labels: { app: "postgres" } },
+              spec: {
+                containers: [
+                  {
+                    name: "postgres",
+                    image: POSTGRES_IMAGE,
+                    imagePullPolicy: "Never",
+                    env: [
+                      { name: "POSTGRES_USER", value: "tollgate" },
+                      { name: "POSTGRES_PASSWORD", value: password },
+                      { name: "POSTGRES_DB", value: "tollgate" },
+                    ],
+                    ports: [{ containerPort: 5432 }],
+                    readinessProbe: { tcpSocket: { port: 5432 }, periodSeconds: 2 },
+                    volumeMounts: [{ name: "data", mountPath: "/var/lib/postgresql" }],
+                  },
+                ],
+                volumes: [{ name: "data", emptyDir: {} }],
+              },
+            },
+          },
+        },
+        {
+          apiVersion: "v1",
+          kind: "Service",
+          metadata: { name: "postgres", namespace: ns },
+          spec: { selector: { app: "postgres" }, ports: [{ port: 5432 }] },
+        },
+        {
+          apiVersion: "v1",
+          kind: "Secret",
+          metadata: { name: "tollgate-postgres", namespace: ns },
+          stringData: { url: `postgres://tollgate:${password}@postgres.${ns}.svc:5432/tollgate` },
+        },
+      ],
+    }),
   });
-  const text = await res.text();
-  if (!res.ok) throw new Error(`${method} ${url}: ${res.status} ${text}`);
-  return text ? JSON.parse(text) : undefined;
+  await k(["-n", ns, "rollout", "status", "deployment/postgres", "--timeout=180s"], { timeoutMs: 200_000 });
 }

@@ -14,6 +14,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createOperatorMetrics } from "../../operator/metrics.js";
 import { createGatewayClient } from "../../sidecar/proto.js";
 import { jsonToStruct } from "../../sidecar/struct.js";
+import { apiCall } from "../support/http.js";
 import { freePort } from "../support/postgres.js";
 import { promtoolCheckMetrics, sample, scrape } from "../support/promtool.js";
 
@@ -70,19 +71,8 @@ describe("metrics expositions pass promtool check metrics", () => {
   const expositions: string[] = [];
   let adminKey = "";
 
-  const api = async (method: string, url: string, token: string, body?: unknown) => {
-    const res = await fetch(`${base}${url}`, {
-      method,
-      headers: {
-        authorization: `Bearer ${token}`,
-        ...(body !== undefined && { "content-type": "application/json" }),
-      },
-      ...(body !== undefined && { body: JSON.stringify(body) }),
-    });
-    const text = await res.text();
-    if (res.status >= 300) throw new Error(`${method} ${url}: ${res.status} ${text}`);
-    return { status: res.status, json: text ? JSON.parse(text) : undefined, headers: res.headers };
-  };
+  const api = (method: string, url: string, token: string, body?: unknown) =>
+    apiCall(base, token, method, url, body);
 
   beforeAll(async () => {
     dir = mkdtempSync(path.join(os.tmpdir(), "tg-metrics-"));

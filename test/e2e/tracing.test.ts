@@ -24,6 +24,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startDatabase } from "../../bench/lib/parts.js";
 import { createGatewayClient } from "../../sidecar/proto.js";
 import { jsonToStruct } from "../../sidecar/struct.js";
+import { api } from "../support/http.js";
 import { freePort, type PostgresCluster } from "../support/postgres.js";
 
 const root = path.resolve(import.meta.dirname, "../..");
@@ -149,20 +150,6 @@ interface Stack {
   stop(): Promise<void>;
 }
 
-async function api(base: string, method: string, url: string, token: string, body?: unknown) {
-  const res = await fetch(`${base}${url}`, {
-    method,
-    headers: {
-      authorization: `Bearer ${token}`,
-      ...(body !== undefined && { "content-type": "application/json" }),
-    },
-    ...(body !== undefined && { body: JSON.stringify(body) }),
-  });
-  const text = await res.text();
-  if (res.status >= 300) throw new Error(`${method} ${url}: ${res.status} ${text}`);
-  return text ? JSON.parse(text) : undefined;
-}
-
 async function startStack(opts: {
   dir: string;
   databaseUrl: string;
@@ -182,10 +169,10 @@ async function startStack(opts: {
     LOG_LEVEL: "info",
   });
   await waitFor("service ready", service, async () => ((await fetch(`${baseUrl}/readyz`)).ok ? true : null));
-  await api(baseUrl, "PUT", "/v1/admin/organizations/trace-org", adminToken, { approval_timeout_hours: 24 });
+  await api(baseUrl, adminToken, "PUT", "/v1/admin/organizations/trace-org", { approval_timeout_hours: 24 });
   const key = async (role: string) =>
     (
-      await api(baseUrl, "POST", "/v1/admin/organizations/trace-org/api-keys", adminToken, {
+      await api(baseUrl, adminToken, "POST", "/v1/admin/organizations/trace-org/api-keys", {
         name: role,
         role,
       })
@@ -453,12 +440,12 @@ service:
       withTraceparent(agent.traceparent),
     );
     const approvalId = await waitFor("the pending approval", null, async () => {
-      const chain = await api(traced.baseUrl, "GET", `/v1/chains/${opened.chain_id}`, traced.approverKey);
+      const chain = await api(traced.baseUrl, traced.approverKey, "GET", `/v1/chains/${opened.chain_id}`);
       return (
         (chain.events?.find((e: { approval_id?: string }) => e.approval_id)?.approval_id as string) ?? null
       );
     });
-    await api(traced.baseUrl, "POST", `/v1/approvals/${approvalId}/decision`, traced.approverKey, {
+    await api(traced.baseUrl, traced.approverKey, "POST", `/v1/approvals/${approvalId}/decision`, {
       decision: "approve",
       notes: "checked",
     });

@@ -21,6 +21,7 @@ import {
 } from "../support/controlplane.js";
 import { kubectl } from "../support/kubectl.js";
 import { startTestService, type TestService } from "../support/service.js";
+import { pollUntil } from "../support/wait.js";
 
 // The kube project has no database env of its own: the service under test uses embedded PGlite.
 process.env.TOLLGATE_TEST_DB ??= "pglite";
@@ -78,28 +79,13 @@ export async function startKubeEnv(): Promise<KubeEnv> {
 }
 
 /** Polls `fn` until it returns a truthy value (returned) or `timeoutMs` passes (throws naming `what`). */
-export async function waitFor<T>(
+export function waitFor<T>(
   what: string,
   fn: () => Promise<T | undefined | null | false>,
   timeoutMs = 60_000,
   intervalMs = 200,
 ): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  let last: unknown;
-  for (;;) {
-    try {
-      const v = await fn();
-      if (v) return v;
-    } catch (err) {
-      last = err;
-    }
-    if (Date.now() > deadline) {
-      throw new Error(
-        `timed out waiting for ${what}${last ? ` (last error: ${(last as Error).message})` : ""}`,
-      );
-    }
-    await new Promise((r) => setTimeout(r, intervalMs));
-  }
+  return pollUntil(what, fn, timeoutMs, intervalMs);
 }
 
 /** The condition of `type` in an object's status. */

@@ -1,5 +1,5 @@
 /**
- * Helpers shared by the verification, public token and export suites: chains with receipts,
+ * Helpers shared by the verification, public token, export and withdraw suites: chains with receipts,
  * approvals, user sessions, direct SQL and metric values against the real test service.
  */
 import { expect } from "vitest";

@@ -5,6 +5,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startTestService, type TestService } from "../support/service.js";
+import { pendingApproval } from "./verification-helpers.js";
 
 describe("withdrawing a pending approval", () => {
   let t: TestService;
@@ -17,20 +18,7 @@ describe("withdrawing a pending approval", () => {
   });
   afterAll(async () => t?.close());
 
-  const pending = async () => {
-    const chainId = (await t.call("POST", "/v1/chains", { token: org.clientKey, body: { name: "w" } })).json()
-      .chain_id as string;
-    const r = await t.call("POST", `/v1/chains/${chainId}/actions`, {
-      token: org.clientKey,
-      body: {
-        agent_name: "payer",
-        action_type: "tool_call",
-        action_name: "pay",
-        payload: { amount_usd: 9000 },
-      },
-    });
-    return { chainId, approvalId: r.json().approval_id as string, eventId: r.json().event_id as string };
-  };
+  const pending = () => pendingApproval(t, org);
 
   it("cancels the approval, denies its event, reopens the chain and signs the resolution", async () => {
     const { chainId, approvalId } = await pending();

@@ -23,7 +23,7 @@ import {
 } from "@modelcontextprotocol/sdk/types.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { SignedReceipt } from "../../src/receipts/schema.js";
-import { memoryServerEntry, type Stack, startStack } from "./harness.js";
+import { memoryUpstream, type Stack, startStack } from "./harness.js";
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const here = path.dirname(fileURLToPath(import.meta.url));
@@ -55,16 +55,7 @@ describe("approval waits through the MCP face", () => {
         mcpSessionIdleSeconds: 4,
         servicePublicUrl: "https://tollgate.example.com/",
       },
-      upstreams: [
-        {
-          name: "memory",
-          type: "mcp",
-          transport: "stdio",
-          command: process.execPath,
-          args: [memoryServerEntry],
-          env: { MEMORY_FILE_PATH: path.join(dir, "memory.jsonl") },
-        },
-      ],
+      upstreams: [memoryUpstream(dir)],
     });
     mcpUrl = new URL(`${s.sidecar.httpUrl}/mcp`);
     const p = await s.admin("PUT", "/v1/admin/organizations/mcp-wait-org/policies/rules", {

@@ -72,6 +72,16 @@ const require = createRequire(import.meta.url);
 /** Path of the real @modelcontextprotocol/server-memory entry point (run with node over stdio). */
 export const memoryServerEntry = require.resolve("@modelcontextprotocol/server-memory/dist/index.js");
 
+/** The real server-memory as the MCP upstream `memory` (stdio), keeping its store in `dir`. */
+export const memoryUpstream = (dir: string): NonNullable<StackOptions["upstreams"]>[number] => ({
+  name: "memory",
+  type: "mcp",
+  transport: "stdio",
+  command: process.execPath,
+  args: [memoryServerEntry],
+  env: { MEMORY_FILE_PATH: path.join(dir, "memory.jsonl") },
+});
+
 /** A promisified unary call; rejects with the grpc ServiceError. */
 export function unary<Req, Res>(
   client: ToolGatewayClient,

@@ -11,7 +11,7 @@ import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { SignedReceipt } from "../../src/receipts/schema.js";
-import { memoryServerEntry, type Stack, startStack } from "./harness.js";
+import { memoryUpstream, type Stack, startStack } from "./harness.js";
 
 describe("MCP upstream and MCP face (server-memory over stdio)", () => {
   let s: Stack;
@@ -22,16 +22,7 @@ describe("MCP upstream and MCP face (server-memory over stdio)", () => {
     s = await startStack({
       slug: "mcp-org",
       config: { mcpUpstream: "memory", agentName: "assistant" },
-      upstreams: [
-        {
-          name: "memory",
-          type: "mcp",
-          transport: "stdio",
-          command: process.execPath,
-          args: [memoryServerEntry],
-          env: { MEMORY_FILE_PATH: path.join(dir, "memory.jsonl") },
-        },
-      ],
+      upstreams: [memoryUpstream(dir)],
     });
     const p = await s.admin("PUT", "/v1/admin/organizations/mcp-org/policies/rules", {
       config: {
