@@ -62,10 +62,13 @@ export function safeUrl(url: string): string {
 /** pino serializers for Fastify's request and reply log lines, and for errors. */
 export const serializers = {
   /** An error's message and stack can quote input (a database error quotes the value): redacted. */
-  err: (err: Error) => {
+  err: (err: unknown) => {
+    // Callers also log `{ err: error.message }` (a string) or plain objects: redact what is text.
+    if (typeof err === "string") return redactText(err);
+    if (!(err instanceof Error)) return err;
     const s = pino.stdSerializers.err(err);
-    s.message = redactText(s.message);
-    if (s.stack) s.stack = redactText(s.stack);
+    if (typeof s.message === "string") s.message = redactText(s.message);
+    if (typeof s.stack === "string") s.stack = redactText(s.stack);
     return s;
   },
   req: (req: { method?: string; url?: string; ip?: string; socket?: { remoteAddress?: string } }) => ({

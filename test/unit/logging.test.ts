@@ -44,4 +44,15 @@ describe("every component logs through one module with one redaction list", () =
     }
     expect(text).toContain("[REDACTED]");
   });
+
+  it.each([
+    ["a message string", "dial failed with tga_secret6", "dial failed with [REDACTED]"],
+    ["a plain object", { code: 7 }, { code: 7 }],
+    ["null", null, null],
+  ])("logs `err` given as %s without throwing", async (_what, err, expected) => {
+    const { lines, destination } = capture();
+    createOperatorLogger({ level: "info", destination }).warn({ err }, "probe");
+    await new Promise((r) => setImmediate(r));
+    expect(lines[0]!.err).toEqual(expected);
+  });
 });
