@@ -63,7 +63,9 @@ describe("the operator runs with only the RBAC of operator/rbac.ts", () => {
       spec: { containers: [{ name: "agent", image: "agent:1" }] },
     });
     const pod = await fx.env.get("pod", "agent", "acme-agents");
-    expect(pod.spec.containers.map((c: { name: string }) => c.name)).toEqual(["agent", "tollgate-sidecar"]);
+    // Container mode (the operator's default here): the sidecar is the first container, so its
+    // postStart wait holds the agent's start until it is ready (README "Sidecar start-up order").
+    expect(pod.spec.containers.map((c: { name: string }) => c.name)).toEqual(["tollgate-sidecar", "agent"]);
 
     await fx.env.k([
       "delete",
