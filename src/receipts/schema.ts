@@ -19,6 +19,7 @@
  *   outside the service.
  */
 import { z } from "zod";
+import { EventOutcomeSchema } from "../contract/v1/wire.js";
 import { parseReceiptNumber } from "./number.js";
 
 /**
@@ -122,21 +123,7 @@ export const ReceiptApprovalSchema = signedObject({
 });
 export type ReceiptApproval = z.infer<typeof ReceiptApprovalSchema>;
 
-/**
- * What happened when an allowed action was carried out, as reported back to the service (and
- * validated with this schema by the outcome routes; receipts use it in canonical order).
- */
-export const EventOutcomeSchema = z
-  .object({
-    status: z.enum(["success", "error"]),
-    /** Class or kind of the error; null on success. */
-    error_class: z.string().nullable(),
-    duration_ms: z.number().nonnegative(),
-    /** Lowercase hex SHA-256 (no prefix) of the tool result; null when not reported. */
-    result_sha256: Sha256Hex.nullable(),
-  })
-  .strict();
-export type EventOutcome = z.infer<typeof EventOutcomeSchema>;
+export { type EventOutcome, EventOutcomeSchema } from "../contract/v1/wire.js";
 
 /** The facts of one recorded action that every events_summary item carries, in both formats. */
 const receiptEventShape = {

@@ -9,9 +9,17 @@
  * Authentication: `Authorization: Bearer <api key>`.
  */
 import { z } from "zod";
+import {
+  ApprovalStatus,
+  ApprovalStatusSchema,
+  type EventOutcome,
+  EventOutcomeSchema,
+  MAX_OUTCOMES_PER_BATCH,
+} from "../contract/v1/wire.js";
 import type { SignedReceipt } from "../receipts/schema.js";
 import type { ChainConfig } from "./config.js";
 import { type RecordActionResponse, RecordActionResponseSchema, WireDecisionSchema } from "./decision.js";
+export { ApprovalStatus, type EventOutcome, EventOutcomeSchema, MAX_OUTCOMES_PER_BATCH };
 import { ServiceApiError, VerificationError } from "./exceptions.js";
 import { type HttpSettings, requestJson } from "./http.js";
 
@@ -94,20 +102,11 @@ export interface RecordActionRequest {
   parent_agent_name?: string | null;
 }
 
-/** Approval status values of the service. */
-export const ApprovalStatus = {
-  pending: "pending",
-  approved: "approved",
-  denied: "denied",
-  timed_out: "timed_out",
-  cancelled: "cancelled",
-} as const;
-export type ApprovalStatus = (typeof ApprovalStatus)[keyof typeof ApprovalStatus];
 
 /** One approval as approval-status returns it. */
 export const ApprovalViewSchema = z.looseObject({
   approval_id: z.string(),
-  status: z.enum(["pending", "approved", "denied", "timed_out", "cancelled"]),
+  status: ApprovalStatusSchema,
   condition: z.string().nullable().default(null),
   notes: z.string().nullable().optional(),
   decision: WireDecisionSchema,
@@ -145,22 +144,6 @@ const ReceiptSchema = z.looseObject({
   chain_id: z.string(),
 }) as unknown as z.ZodType<Receipt>;
 
-/** What happened when an allowed action was carried out (POST .../events/{event_id}/outcome). */
-export const EventOutcomeSchema = z
-  .object({
-    status: z.enum(["success", "error"]),
-    /** Class or kind of the error; null on success. */
-    error_class: z.string().nullable(),
-    /** Milliseconds the action took. */
-    duration_ms: z.number().nonnegative(),
-    /** Lowercase hex SHA-256 of the tool result, or null. */
-    result_sha256: z
-      .string()
-      .regex(/^[0-9a-f]{64}$/)
-      .nullable(),
-  })
-  .strict();
-export type EventOutcome = z.infer<typeof EventOutcomeSchema>;
 
 /** POST .../events/{event_id}/outcome → the bound outcome. */
 const OutcomeResponseSchema = z.looseObject({
@@ -176,8 +159,6 @@ export interface OutcomeReport {
   outcome: EventOutcome;
 }
 
-/** Most outcomes one POST /v1/outcomes may carry (the service's limit). */
-export const MAX_OUTCOMES_PER_BATCH = 500;
 
 /** What the service did with one outcome of a batch, in request order. */
 export const OutcomeReportResultSchema = z.looseObject({
