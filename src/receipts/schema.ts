@@ -40,8 +40,6 @@ const Uuid = z.uuid();
 /** ISO 8601 UTC timestamp with a `Z` suffix, e.g. `2026-01-15T12:00:00.000Z`. */
 const Timestamp = z.iso.datetime();
 
-/** A 64-character lowercase hex SHA-256 digest. */
-const Sha256Hex = z.string().regex(/^[0-9a-f]{64}$/, "must be 64 lowercase hex characters");
 
 /** Lowercase slug of an organization: letters, digits and inner hyphens, at most 63 characters. */
 export const OrganizationSlugSchema = z
