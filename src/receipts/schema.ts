@@ -40,7 +40,6 @@ const Uuid = z.uuid();
 /** ISO 8601 UTC timestamp with a `Z` suffix, e.g. `2026-01-15T12:00:00.000Z`. */
 const Timestamp = z.iso.datetime();
 
-
 /** Lowercase slug of an organization: letters, digits and inner hyphens, at most 63 characters. */
 export const OrganizationSlugSchema = z
   .string()

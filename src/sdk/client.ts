@@ -19,9 +19,10 @@ import {
 import type { SignedReceipt } from "../receipts/schema.js";
 import type { ChainConfig } from "./config.js";
 import { type RecordActionResponse, RecordActionResponseSchema, WireDecisionSchema } from "./decision.js";
-export { ApprovalStatus, type EventOutcome, EventOutcomeSchema, MAX_OUTCOMES_PER_BATCH };
 import { ServiceApiError, VerificationError } from "./exceptions.js";
 import { type HttpSettings, requestJson } from "./http.js";
+
+export { ApprovalStatus, type EventOutcome, EventOutcomeSchema, MAX_OUTCOMES_PER_BATCH };
 
 /** Per-call options. */
 export interface CallOptions {
@@ -102,7 +103,6 @@ export interface RecordActionRequest {
   parent_agent_name?: string | null;
 }
 
-
 /** One approval as approval-status returns it. */
 export const ApprovalViewSchema = z.looseObject({
   approval_id: z.string(),
@@ -144,7 +144,6 @@ const ReceiptSchema = z.looseObject({
   chain_id: z.string(),
 }) as unknown as z.ZodType<Receipt>;
 
-
 /** POST .../events/{event_id}/outcome → the bound outcome. */
 const OutcomeResponseSchema = z.looseObject({
   chain_id: z.string(),
@@ -158,7 +157,6 @@ export interface OutcomeReport {
   event_id: string;
   outcome: EventOutcome;
 }
-
 
 /** What the service did with one outcome of a batch, in request order. */
 export const OutcomeReportResultSchema = z.looseObject({
