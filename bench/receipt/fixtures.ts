@@ -1,6 +1,6 @@
 /**
  * Receipt bodies shaped like the ones the service builds at chain completion
- * (src/service/domain/receipts.ts completeChain): events_summary rows with and without
+ * (src/service/receipts/complete.ts completeChain): events_summary rows with and without
  * outcomes, a few approvals with time-boxed exceptions, chain metadata, cumulative metrics.
  * Only the data is synthetic; the bench signs and hashes it with the real src/receipts code.
  */

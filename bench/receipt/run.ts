@@ -2,7 +2,7 @@
  * bench/receipt: receipt build and chain verification throughput of src/receipts, each beside
  * raw node:crypto over the same canonical bytes, measured in the same run.
  *
- * - build: what the service does to seal a chain (src/service/domain/receipts.ts), minus the
+ * - build: what the service does to seal a chain (src/service/receipts/complete.ts), minus the
  *   database: `signReceipt` (schema validation, RFC 8785 canonical JSON, HMAC-SHA256) and
  *   `receiptHash` (canonical JSON of the signed receipt, SHA-256), for receipts of 10, 1,000
  *   and 100,000 events. Baseline: createHmac("sha256") over the canonical body bytes plus

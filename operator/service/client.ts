@@ -1,5 +1,5 @@
 /**
- * Client of the governance service's admin API (src/service/routes/admin.ts), authenticated with
+ * Client of the governance service's admin API (src/service/orgs/admin-routes.ts), authenticated with
  * the service admin token (`Authorization: Bearer <token>`, read from a mounted Secret file and
  * re-read every few seconds so a rotated Secret takes effect without a restart). Requests go over
  * node:http(s) keep-alive connections: the global fetch cost the operator several times more CPU

@@ -4,11 +4,11 @@
 import type { ApiKeyCache } from "./auth.js";
 import type { Clock } from "./clock.js";
 import type { Database } from "./db/pool.js";
-import type { ApprovalWaiters } from "./domain/approval-waiters.js";
-import type { ChainStateCache } from "./domain/chain-state.js";
-import type { SigningKeys } from "./domain/keys.js";
-import type { OrgConfigCache } from "./domain/orgs.js";
-import type { RecordBatcher } from "./domain/record-batch.js";
+import type { ApprovalWaiters } from "./approvals/waiters.js";
+import type { ChainStateCache } from "./chains/snapshot-cache.js";
+import type { SigningKeys } from "./receipts/signing-keys.js";
+import type { OrgConfigCache } from "./orgs/orgs.js";
+import type { RecordBatcher } from "./chains/record-batch.js";
 import type { Logger } from "./logger.js";
 import type { Metrics } from "./metrics.js";
 

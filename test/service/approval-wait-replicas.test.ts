@@ -7,7 +7,7 @@ import { randomBytes } from "node:crypto";
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { api, type ServiceProcess, startServiceProcess } from "../../bench/lib/parts.js";
-import { LISTENER_APPLICATION_NAME } from "../../src/service/domain/approval-listener.js";
+import { LISTENER_APPLICATION_NAME } from "../../src/service/approvals/listener.js";
 import { poll } from "../support/approval-poll.js";
 import { freshDatabase } from "../support/db.js";
 

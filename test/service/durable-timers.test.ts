@@ -4,7 +4,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { buildService } from "../../src/service/app.js";
-import { runDueJobs } from "../../src/service/domain/jobs.js";
+import { runDueJobs } from "../../src/service/jobs.js";
 import { startTestService, type TestService } from "../support/service.js";
 
 describe("durable timers", () => {

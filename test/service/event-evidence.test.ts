@@ -25,9 +25,9 @@ import { ed25519Sign } from "../../src/receipts/ed25519.js";
 import { formatReceiptNumber } from "../../src/receipts/number.js";
 import { PreEventChainReceiptBodySchema } from "../../src/receipts/schema.js";
 import { hmacSignature, receiptHash, signingInput } from "../../src/receipts/sign.js";
-import { approvalStatus } from "../../src/service/domain/approvals.js";
-import { cumulativeMetrics, getChain } from "../../src/service/domain/chains.js";
-import { orgById } from "../../src/service/domain/orgs.js";
+import { approvalStatus } from "../../src/service/approvals/decide.js";
+import { cumulativeMetrics, getChain } from "../../src/service/chains/record.js";
+import { orgById } from "../../src/service/orgs/orgs.js";
 import { get, sessionFor } from "../browser/support/dashboard.js";
 import { startTestService, type TestService } from "../support/service.js";
 import { assertNoProofMaterial, decide, type Org, pendingApproval, sql } from "./verification-helpers.js";
@@ -697,7 +697,7 @@ describe("the dashboard chain page", () => {
 
 /**
  * Completes a chain the way the service did before the event hash chain (793c0af^:
- * src/service/domain/receipts.ts): the same transaction, lock, numbering and links, a body of
+ * src/service/receipts/complete.ts): the same transaction, lock, numbering and links, a body of
  * the old shape (no event_chain, no events_summary[].event_hash, approvals by requested_at)
  * validated with the old schema and signed with the service's HMAC and receipt keys.
  */

@@ -7,7 +7,7 @@ import { randomBytes } from "node:crypto";
 import type { LightMyRequestResponse } from "fastify";
 import { buildService, type Service } from "../../src/service/app.js";
 import { ManualClock } from "../../src/service/clock.js";
-import { runDueJobs } from "../../src/service/domain/jobs.js";
+import { runDueJobs } from "../../src/service/jobs.js";
 import { freshDatabase } from "./db.js";
 
 export interface TestService {

@@ -34,12 +34,12 @@ describe("component boundaries refused by the build", () => {
     ["sidecar", "../src/service/app.js"],
     ["sidecar", "../src/sdk/decision.js"],
     ["sidecar", "../operator/operator.js"],
-    ["operator/crds", "../../src/service/domain/orgs.js"],
+    ["operator/crds", "../../src/service/orgs/orgs.js"],
     ["operator/crds", "../../src/sdk/index.js"],
     ["operator/crds", "../../sidecar/config.js"],
     ["src/sdk", "../service/app.js"],
     ["src/sdk", "../../sidecar/config.js"],
-    ["src/service/domain", "../../sdk/index.js"],
+    ["src/service/chains", "../../sdk/index.js"],
     ["src/service", "../../operator/operator.js"],
     ["src/policy", "../service/app.js"],
     ["src/receipts", "../sdk/index.js"],
@@ -51,7 +51,7 @@ describe("component boundaries refused by the build", () => {
   it.each([
     ["sidecar", "../src/sdk/index.js"],
     ["operator/crds", "../../src/contract/v1/admin.js"],
-    ["src/service/domain", "../../contract/v1/admin.js"],
+    ["src/service/chains", "../../contract/v1/admin.js"],
     ["src/sdk", "../policy/sanitize.js"],
     ["src/contract/v1", "../../policy/schema.js"],
   ])("%s may import %s", async (dir, specifier) => {

@@ -7,7 +7,7 @@ import type { FastifyReply, FastifyRequest } from "fastify";
 import type { z } from "zod";
 import { authenticate, SESSION_COOKIE, SESSION_PREFIX } from "../auth.js";
 import type { ServiceContext } from "../context.js";
-import { orgById } from "../domain/orgs.js";
+import { orgById } from "../orgs/orgs.js";
 import { ApiError, forbidden, unauthorized } from "../errors.js";
 import type { Csrf } from "./csrf.js";
 import type { Viewer } from "./layout.js";

@@ -13,8 +13,8 @@ import {
   ExceptionDurationSchema,
   getApproval,
   listApprovals,
-} from "../domain/approvals.js";
-import { chainEvents, chainView, getChain } from "../domain/chains.js";
+} from "../approvals/decide.js";
+import { chainEvents, chainView, getChain } from "../chains/record.js";
 import {
   ApproverTeamSpecSchema,
   listApproverTeams,
@@ -23,16 +23,16 @@ import {
   setOrgToggle,
   upsertApproverTeam,
   upsertMember,
-} from "../domain/orgs.js";
+} from "../orgs/orgs.js";
 import {
   IssueTokenSchema,
   issueToken,
   ListTokensQuerySchema,
   listTokens,
   revokeToken,
-} from "../domain/public-tokens.js";
-import { getReceipt } from "../domain/receipts.js";
-import { verifyStoredReceipt } from "../domain/verification.js";
+} from "../receipts/public-tokens.js";
+import { getReceipt } from "../receipts/complete.js";
+import { verifyStoredReceipt } from "../receipts/verification.js";
 import { ApiError, conflict, notFound } from "../errors.js";
 import {
   ApprovalLinkQuerySchema,

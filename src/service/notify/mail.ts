@@ -8,7 +8,7 @@
 import { type CumulativeMetricsView, formatDuration, formatTime, metricRows } from "../dashboard/format.js";
 import { html } from "../dashboard/html.js";
 import type { Queryable } from "../db/pool.js";
-import { type ChainRow, cumulativeMetrics } from "../domain/chains.js";
+import { type ChainRow, cumulativeMetrics } from "../chains/record.js";
 import { approvalLinkUrl } from "./links.js";
 
 /** Outbox kinds that carry an approval mail. */

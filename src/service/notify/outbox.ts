@@ -1,6 +1,6 @@
 /**
  * Delivery of the notification outbox (DESIGN.md "Storage and time"; spec: "Events" 3).
- * Rows are written in the same transaction as the approval (domain/approvals.ts), so no mail
+ * Rows are written in the same transaction as the approval (approvals/), so no mail
  * is lost on a crash. A worker claims due rows with FOR UPDATE SKIP LOCKED and leases them by
  * moving next_attempt_at past the send (attempts is the fencing token), renders, sends over
  * SMTP, and marks sent_at. Failures retry with exponential backoff (30 s doubling to 1 h). Two
@@ -10,7 +10,7 @@
  */
 import type { Clock } from "../clock.js";
 import type { Database } from "../db/pool.js";
-import { PollingLoop } from "../domain/jobs.js";
+import { PollingLoop } from "../jobs.js";
 import type { Logger } from "../logger.js";
 import { ApprovalMailKind, loadApprovalMailData, renderApprovalMail } from "./mail.js";
 import type { MailTransport } from "./smtp.js";

@@ -10,7 +10,7 @@ import path from "node:path";
 import { type Browser, type BrowserContext, chromium, type Page } from "playwright-core";
 import { buildService, type Service } from "../../../src/service/app.js";
 import { ManualClock } from "../../../src/service/clock.js";
-import { runDueJobs } from "../../../src/service/domain/jobs.js";
+import { runDueJobs } from "../../../src/service/jobs.js";
 import { createOutboxWorker, type OutboxWorker, type SmtpConfig } from "../../../src/service/notify/index.js";
 import { DEV_OIDC_CLIENT_ID } from "../../../src/service/oidc/settings.js";
 import { freshDatabase } from "../../support/db.js";

@@ -19,7 +19,7 @@ import {
   OrganizationSpecSchema as ServiceOrg,
   PolicySpecSchema as ServicePolicy,
   ApproverTeamSpecSchema as ServiceTeam,
-} from "../../../src/service/domain/orgs.js";
+} from "../../../src/service/orgs/orgs.js";
 
 const root = path.resolve(import.meta.dirname, "../../..");
 const example = async (file: string) =>

@@ -3,7 +3,7 @@
  * public verification tokens (spec: "Public verification token" — issue, copy once, list,
  * revoke), and the organization kill switch and pause.
  */
-import type { TokenView } from "../../domain/public-tokens.js";
+import type { TokenView } from "../../receipts/public-tokens.js";
 import { formatTime } from "../format.js";
 import { html, type SafeHtml } from "../html.js";
 import { badge, csrfField, toneOf, type Viewer } from "../layout.js";

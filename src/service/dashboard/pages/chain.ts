@@ -1,15 +1,15 @@
 /**
  * /dashboard/chains/{chain_id}: the chain's timeline of events with their decisions (and which
  * time-boxed exception authorized which action), the approval decisions, and the receipt with
- * its v2 verification status (domain/verification.ts), including whether the stored events and
+ * its v2 verification status (receipts/verification.ts), including whether the stored events and
  * approvals still match the receipt: an event or approval that does not is marked where it is
  * shown. A receipt issued before the event hash chain says that its events and approvals are
  * not evaluated (it never committed to them), not that they fail.
  */
 import type { PolicyDecision } from "../../../policy/schema.js";
 import type { Queryable } from "../../db/pool.js";
-import type { chainEvents, chainView } from "../../domain/chains.js";
-import type { ReceiptVerification } from "../../domain/verification.js";
+import type { chainEvents, chainView } from "../../chains/record.js";
+import type { ReceiptVerification } from "../../receipts/verification.js";
 import { decisionLabels, durationLabels, formatTime, metricRows } from "../format.js";
 import { html, type SafeHtml } from "../html.js";
 import { badge, toneOf } from "../layout.js";

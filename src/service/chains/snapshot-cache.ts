@@ -9,8 +9,8 @@
  * flags. A failed guard drops the entry and the caller reads the database again.
  */
 import type { PolicyConfig } from "../../policy/schema.js";
-import type { ChainRow } from "./chains.js";
-import type { Organization } from "./orgs.js";
+import type { ChainRow } from "./record.js";
+import type { Organization } from "../orgs/orgs.js";
 
 /** A chain's state as last read or written by this process. */
 export interface ChainState {

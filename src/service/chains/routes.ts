@@ -8,7 +8,7 @@ import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
 import { z } from "zod";
 import { Attr, SpanKind, setAttributes, withSpan } from "../../telemetry/tracing.js";
 import { guard, principalLabel } from "../auth.js";
-import { ApprovalStatusQuerySchema, approvalStatus } from "../domain/approvals.js";
+import { ApprovalStatusQuerySchema, approvalStatus } from "../approvals/decide.js";
 import {
   CreateChainSchema,
   chainEvents,
@@ -18,9 +18,9 @@ import {
   previewAction,
   RecordActionSchema,
   recordAction,
-} from "../domain/chains.js";
-import { CompleteChainSchema, completeChain, getChainReceipt, getReceipt } from "../domain/receipts.js";
-import { chainEvidence } from "../domain/verification.js";
+} from "./record.js";
+import { CompleteChainSchema, completeChain, getChainReceipt, getReceipt } from "../receipts/complete.js";
+import { chainEvidence } from "../receipts/verification.js";
 import { ApiError } from "../errors.js";
 import { serviceTracer } from "../tracing.js";
 

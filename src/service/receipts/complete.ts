@@ -24,13 +24,13 @@ import { receiptHash, signReceipt } from "../../receipts/sign.js";
 import type { Clock } from "../clock.js";
 import type { Database, Queryable } from "../db/pool.js";
 import { conflict, notFound } from "../errors.js";
-import { signUnsignedResolutions } from "./approval-attestation.js";
-import { cancelPendingApprovals } from "./approvals.js";
-import { type ChainRow, cumulativeMetrics, getChain } from "./chains.js";
-import { loadEventRecords } from "./event-evidence.js";
-import type { SigningKeys } from "./keys.js";
-import type { OrgConfigCache } from "./orgs.js";
-import { orgById } from "./orgs.js";
+import { signUnsignedResolutions } from "../approvals/attestation.js";
+import { cancelPendingApprovals } from "../approvals/decide.js";
+import { type ChainRow, cumulativeMetrics, getChain } from "../chains/record.js";
+import { loadEventRecords } from "./evidence.js";
+import type { SigningKeys } from "./signing-keys.js";
+import type { OrgConfigCache } from "../orgs/orgs.js";
+import { orgById } from "../orgs/orgs.js";
 
 /** Body of POST /v1/chains/{chain_id}/complete: normal completion, or the failure that ended it. */
 export const CompleteChainSchema = z.preprocess(

@@ -14,7 +14,7 @@ import {
   listApprovals,
   WithdrawApprovalSchema,
   withdrawApproval,
-} from "../domain/approvals.js";
+} from "./decide.js";
 
 const Params = z.object({ approval_id: z.uuid() });
 

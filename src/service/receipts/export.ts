@@ -21,8 +21,8 @@ import type { SignedReceipt } from "../../receipts/schema.js";
 import { receiptAnchor } from "../../receipts/verify.js";
 import type { Queryable } from "../db/pool.js";
 import { badRequest } from "../errors.js";
-import { loadApprovalRecords, loadEventRecords } from "./event-evidence.js";
-import type { SigningKeys } from "./keys.js";
+import { loadApprovalRecords, loadEventRecords } from "./evidence.js";
+import type { SigningKeys } from "./signing-keys.js";
 
 /** Most receipts one export may hold. */
 export const MAX_EXPORT_RECEIPTS = 1000;

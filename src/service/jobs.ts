@@ -3,9 +3,9 @@
  * escalation) survives a restart and runs once even with several replicas — due jobs are
  * claimed with FOR UPDATE SKIP LOCKED, and handlers are idempotent.
  */
-import type { Clock } from "../clock.js";
-import type { Database, Queryable } from "../db/pool.js";
-import type { Logger } from "../logger.js";
+import type { Clock } from "./clock.js";
+import type { Database, Queryable } from "./db/pool.js";
+import type { Logger } from "./logger.js";
 
 /** Schedules a job; a second job with the same dedupeKey is ignored. */
 export async function enqueueJob(

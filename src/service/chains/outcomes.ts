@@ -26,7 +26,7 @@ import { z } from "zod";
 import { type EventOutcome, EventOutcomeSchema } from "../../receipts/schema.js";
 import { guard } from "../auth.js";
 import type { Database } from "../db/pool.js";
-import { getChain } from "../domain/chains.js";
+import { getChain } from "./record.js";
 import { ApiError, conflict, notFound } from "../errors.js";
 
 const Params = z.object({ chain_id: z.uuid(), event_id: z.uuid() });

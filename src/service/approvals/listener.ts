@@ -9,7 +9,7 @@
  */
 import pg from "pg";
 import type { Logger } from "../logger.js";
-import { APPROVAL_CHANNEL } from "./approval-waiters.js";
+import { APPROVAL_CHANNEL } from "./waiters.js";
 
 /** What the listener calls. */
 export interface ApprovalListenerHandlers {

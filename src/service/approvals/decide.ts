@@ -10,12 +10,12 @@ import type { PolicyDecision } from "../../policy/schema.js";
 import type { Clock } from "../clock.js";
 import type { Database, Queryable } from "../db/pool.js";
 import { conflict, notFound } from "../errors.js";
-import { signApprovalResolution } from "./approval-attestation.js";
-import { MAX_APPROVAL_WAIT_SECONDS, notifyApprovalChanged, wakeApprovalWaiters } from "./approval-waiters.js";
-import { type ChainRow, cumulativeMetrics, metricsUpdateSql, metricsUpdateValues } from "./chains.js";
-import { enqueueJob } from "./jobs.js";
-import type { SigningKey, SigningKeys } from "./keys.js";
-import { approverRecipients } from "./orgs.js";
+import { signApprovalResolution } from "./attestation.js";
+import { MAX_APPROVAL_WAIT_SECONDS, notifyApprovalChanged, wakeApprovalWaiters } from "./waiters.js";
+import { type ChainRow, cumulativeMetrics, metricsUpdateSql, metricsUpdateValues } from "../chains/record.js";
+import { enqueueJob } from "../jobs.js";
+import type { SigningKey, SigningKeys } from "../receipts/signing-keys.js";
+import { approverRecipients } from "../orgs/orgs.js";
 
 /** Approval status values (the spec leaves them open; see README). */
 export const ApprovalStatus = {

@@ -13,7 +13,7 @@ import swagger from "@fastify/swagger";
 import type { FastifyInstance } from "fastify";
 import fp from "fastify-plugin";
 import { jsonSchemaTransform } from "fastify-type-provider-zod";
-import { SESSION_COOKIE } from "../auth.js";
+import { SESSION_COOKIE } from "./auth.js";
 
 /** JSON Schema of the error body every API error carries (src/service/errors.ts ErrorBody). */
 const errorBodySchema = {

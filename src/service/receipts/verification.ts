@@ -52,10 +52,10 @@ import {
   type AttestedApprovalRow,
   approvalAttestationPayload,
   attestationSelect,
-} from "./approval-attestation.js";
-import { loadApprovalRecords, loadEventRecords } from "./event-evidence.js";
-import type { KeyPurpose } from "./keys.js";
-import type { ReceiptRow } from "./receipts.js";
+} from "../approvals/attestation.js";
+import { loadApprovalRecords, loadEventRecords } from "./evidence.js";
+import type { KeyPurpose } from "./signing-keys.js";
+import type { ReceiptRow } from "./complete.js";
 
 /** Overall result. Receipts: valid | invalid. Approvals add pending and unsigned. */
 export const OverallStatus = {

@@ -13,13 +13,13 @@ import rateLimit from "@fastify/rate-limit";
 import type { FastifyRequest } from "fastify";
 import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
 import { z } from "zod";
-import { resolveToken } from "../domain/public-tokens.js";
+import { resolveToken } from "./public-tokens.js";
 import {
   minimizeVerification,
   type PublicVerificationResult,
   verifyStoredApproval,
   verifyStoredReceipt,
-} from "../domain/verification.js";
+} from "./verification.js";
 import { ApiError } from "../errors.js";
 import { legacyHooks } from "./legacy.js";
 

@@ -17,7 +17,7 @@ import {
 } from "../../receipts/approval-record.js";
 import { ed25519Sign } from "../../receipts/ed25519.js";
 import type { Queryable } from "../db/pool.js";
-import type { SigningKey } from "./keys.js";
+import type { SigningKey } from "../receipts/signing-keys.js";
 
 /**
  * The approval columns an attestation covers, as read by {@link attestationSelect}: the

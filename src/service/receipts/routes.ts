@@ -22,24 +22,24 @@ import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
 import { z } from "zod";
 import { CheckpointSchema } from "../../receipts/checkpoint.js";
 import { guard, type Principal, principalLabel } from "../auth.js";
-import { latestCheckpoint } from "../domain/checkpoints.js";
+import { latestCheckpoint } from "./checkpoints.js";
 import {
   IssueTokenSchema,
   issueToken,
   ListTokensQuerySchema,
   listTokens,
   revokeToken,
-} from "../domain/public-tokens.js";
-import { ExportQuerySchema, exportReceipts } from "../domain/receipt-export.js";
+} from "./public-tokens.js";
+import { ExportQuerySchema, exportReceipts } from "./export.js";
 import {
   legacyReceiptView,
   verifyCheckpoint,
   verifyStoredApproval,
   verifyStoredReceipt,
-} from "../domain/verification.js";
+} from "./verification.js";
 import { forbidden, unauthorized } from "../errors.js";
 import { legacyHooks } from "./legacy.js";
-import { type PublicVerificationOptions, publicVerificationRoutes } from "./public-verification.js";
+import { type PublicVerificationOptions, publicVerificationRoutes } from "./public-routes.js";
 
 /** Options of the verification plugin. */
 export interface VerificationRoutesOptions {

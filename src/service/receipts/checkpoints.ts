@@ -7,7 +7,7 @@
  */
 import { type Checkpoint, signCheckpoint } from "../../receipts/checkpoint.js";
 import type { Queryable } from "../db/pool.js";
-import type { SigningKeys } from "./keys.js";
+import type { SigningKeys } from "./signing-keys.js";
 
 /**
  * A checkpoint of the organization's newest stored receipt (sequence 0 and null number and hash

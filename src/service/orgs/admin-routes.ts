@@ -24,7 +24,7 @@ import {
   upsertMember,
   upsertOrganization,
   upsertPolicy,
-} from "../domain/orgs.js";
+} from "./orgs.js";
 import { forbidden, notFound, unauthorized } from "../errors.js";
 
 const OrgParams = z.object({ slug: SlugSchema });

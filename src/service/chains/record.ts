@@ -19,9 +19,9 @@ import {
 import type { Clock } from "../clock.js";
 import type { Database, PreparedStatement, Queryable } from "../db/pool.js";
 import { conflict, notFound, unauthorized } from "../errors.js";
-import { enqueueApprovalRequested, scheduleApprovalTimers } from "./approvals.js";
-import type { ChainState, ChainStateCache } from "./chain-state.js";
-import { type Organization, type OrgConfigCache, orgById, orgState } from "./orgs.js";
+import { enqueueApprovalRequested, scheduleApprovalTimers } from "../approvals/decide.js";
+import type { ChainState, ChainStateCache } from "./snapshot-cache.js";
+import { type Organization, type OrgConfigCache, orgById, orgState } from "../orgs/orgs.js";
 import type { GuardedWrite, RecordBatcher } from "./record-batch.js";
 
 /** Chain status values (the spec names pending_approval; the rest are ours, see README). */
