@@ -49,7 +49,7 @@ export interface WaitInit {
   /** SHA-256 of the call (agent, type, name, payload, upstream): a key must not change calls. */
   fingerprint: string;
   chainId: string;
-  /** The require_approval decision (approvalId and eventId set). */
+  /** The require_approval decision (approval_id and event_id set). */
   decision: PolicyDecision;
   reviewUrl: string;
   /** Clock in ms (injected for tests). */
@@ -89,17 +89,17 @@ export class ApprovalWait {
     this.key = init.key;
     this.fingerprint = init.fingerprint;
     this.chainId = init.chainId;
-    this.approvalId = init.decision.approvalId!;
-    this.eventId = init.decision.eventId!;
+    this.approvalId = init.decision.approval_id!;
+    this.eventId = init.decision.event_id!;
     this.reviewUrl = init.reviewUrl;
-    this.policyName = init.decision.policyName;
+    this.policyName = init.decision.policy_name;
     this.requested = init.decision;
-    this.#reason = init.decision.decisionReason;
+    this.#reason = init.decision.decision_reason;
     this.#now = init.now;
     this.startedAt = init.now();
     this.decided = wait(this.#controller.signal).then(
       (decision) => {
-        this.#settle(WaitStatus.approved, decision.decisionReason || "approved");
+        this.#settle(WaitStatus.approved, decision.decision_reason || "approved");
         return decision;
       },
       (err: unknown) => {

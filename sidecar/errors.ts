@@ -4,11 +4,13 @@
  * code, a stable `tollgate-error-code`, a message and, when the service made one, the decision.
  */
 import { status as GrpcStatus } from "@grpc/grpc-js";
+import { ApiErrorCode } from "../src/contract/v1/errors.js";
 import {
   ActionDeniedError,
   BackendUnavailableError,
   ChainAutoPausedError,
   ChainTimeoutError,
+  InvalidArgumentError,
   type PolicyDecision,
   PolicyViolationError,
   ServiceApiError,
@@ -127,13 +129,13 @@ export function toGatewayError(err: unknown): GatewayError {
   if (err instanceof ActionDeniedError) return new GatewayError("ACTION_DENIED", err.message, err.decision);
   if (err instanceof ChainAutoPausedError) return new GatewayError("AUTO_PAUSED", err.message, err.decision);
   if (err instanceof PolicyViolationError) {
-    const code = err.code === "TG_ERR_APPROVAL_PENDING" ? "APPROVAL_PENDING" : "ACTION_DENIED";
+    const code = err.code === ApiErrorCode.APPROVAL_PENDING ? "APPROVAL_PENDING" : "ACTION_DENIED";
     return new GatewayError(code, err.message, err.decision);
   }
   if (err instanceof ChainTimeoutError) return new GatewayError("CHAIN_TIMEOUT", err.message);
   if (err instanceof BackendUnavailableError) return new GatewayError("BACKEND_UNAVAILABLE", err.message);
   if (err instanceof ServiceApiError) {
-    if (err.code === "TG_ERR_CHAIN_COMPLETED") return new GatewayError("CHAIN_COMPLETED", err.message);
+    if (err.code === ApiErrorCode.CHAIN_COMPLETED) return new GatewayError("CHAIN_COMPLETED", err.message);
     if (err.statusCode === 404) return new GatewayError("NOT_FOUND", err.message);
     if (err.statusCode === 400) return new GatewayError("INVALID_ARGUMENT", err.message);
     if (err.statusCode === 401 || err.statusCode === 403) {
@@ -141,8 +143,18 @@ export function toGatewayError(err: unknown): GatewayError {
     }
     return new GatewayError("INTERNAL", err.message);
   }
-  if (err instanceof TypeError && err.message.startsWith("recordAgentAction: ")) {
-    return new GatewayError("INVALID_ARGUMENT", err.message.slice("recordAgentAction: ".length));
+  if (err instanceof InvalidArgumentError) {
+    const first = err.issues[0]!;
+    return invalidArgument(requestField(first.field), first.message);
   }
   return new GatewayError("INTERNAL", "internal error");
+}
+
+/**
+ * The request field an SDK argument issue stands for: `action.agentName` → `agent_name`,
+ * `action.payload.x` → `payload.x` (the SDK's action fields are the request's, camelCased).
+ */
+function requestField(sdkField: string): string {
+  const [, first = "request", ...rest] = sdkField.split(".");
+  return [first.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`), ...rest].join(".");
 }

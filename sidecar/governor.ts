@@ -23,6 +23,7 @@ import canonicalize from "canonicalize";
 import {
   Chain,
   type ChainConfig,
+  type CompleteResult,
   decisionFromWire,
   type EventOutcome,
   type PolicyDecision,
@@ -190,7 +191,7 @@ export class Governor {
     return this.#track(controller, async () => {
       try {
         const result = await this.#invoke(input, controller.signal, options);
-        this.#metrics.invocations.inc({ decision: result.decision.policyDecision, surface });
+        this.#metrics.invocations.inc({ decision: result.decision.policy_decision, surface });
         return result;
       } catch (err) {
         const e = this.#fail(err, "Invoke");
@@ -319,7 +320,7 @@ export class Governor {
       this.#log.info({ chainId: w.chainId, approvalId: w.approvalId }, `approved call not forwarded: ${why}`);
       this.#report(
         entry,
-        { ...w.requested, eventId: w.eventId },
+        { ...w.requested, event_id: w.eventId },
         {
           status: "error",
           error_class: "NotForwarded",
@@ -347,7 +348,7 @@ export class Governor {
       result = await forwardSpan(upstream, input.actionName, async (span) => {
         const r = await upstream.call(input.actionName, input.payload, {
           chainId: input.chainId,
-          eventId: decision.eventId,
+          eventId: decision.event_id,
           agentName: input.agentName,
           signal,
         });
@@ -420,14 +421,17 @@ export class Governor {
         this.#drop(entry, held, "another call of the chain came first");
       }
       const decision = await entry.chain.recordAgentAction(
-        input.agentName,
-        input.actionType,
-        input.actionName,
-        input.payload,
-        input.parentAgentName,
+        {
+          agentName: input.agentName,
+          actionType: input.actionType,
+          actionName: input.actionName,
+          payload: input.payload,
+          parentAgentName: input.parentAgentName,
+        },
         { signal, awaitApproval: false },
       );
-      if (decision.policyDecision === "require_approval") return this.#startWait(entry, input, key, decision);
+      if (decision.policy_decision === "require_approval")
+        return this.#startWait(entry, input, key, decision);
       this.#metrics.decisionDuration.observe((performance.now() - started) / 1000);
       return decision;
     } finally {
@@ -445,7 +449,7 @@ export class Governor {
         fingerprint: fingerprintOf(input),
         chainId,
         decision,
-        reviewUrl: this.#approvals.reviewUrl(decision.approvalId!),
+        reviewUrl: this.#approvals.reviewUrl(decision.approval_id!),
         now: Date.now,
       },
       (signal) =>
@@ -454,8 +458,8 @@ export class Governor {
           this.#config,
           {
             chainId,
-            approvalId: decision.approvalId!,
-            eventId: decision.eventId!,
+            approvalId: decision.approval_id!,
+            eventId: decision.event_id!,
             sequence: decision.sequence,
             category: decision.category,
           },
@@ -476,7 +480,7 @@ export class Governor {
 
   /** Reports an outcome in the background; completion of the chain waits for it. */
   #report(entry: ChainEntry, decision: PolicyDecision, outcome: EventOutcome): void {
-    const eventId = decision.eventId;
+    const eventId = decision.event_id;
     if (!eventId) return; // fail mode allow: nothing was recorded to bind it to
     const report = this.#outcomes.report(entry.chain.chainId!, eventId, outcome);
     entry.outcomes.add(report);
@@ -493,7 +497,7 @@ export class Governor {
     chainId: string,
     failure: { mode: string; message: string } | null,
     controller: AbortController,
-  ): Promise<{ chainId: string; status: string; receiptId: string; receiptNumber: string }> {
+  ): Promise<CompleteResult> {
     return this.#track(controller, async () => {
       const entry = this.#chains.get(chainId);
       try {
@@ -503,10 +507,10 @@ export class Governor {
           });
           this.#remember(chainId);
           return {
-            chainId: r.chain_id,
+            chain_id: r.chain_id,
             status: r.status,
-            receiptId: r.receipt_id,
-            receiptNumber: r.receipt_number,
+            receipt_id: r.receipt_id,
+            receipt_number: r.receipt_number,
           };
         }
         const w = entry.wait;
@@ -556,10 +560,10 @@ export class Governor {
       if (!e) throw new GatewayError(ErrorCode.NOT_FOUND, "event_id: no such event in this chain");
       const raw = e as Record<string, unknown>;
       return decisionFromWire(e.decision, {
-        eventId,
+        event_id: eventId,
         sequence: typeof raw.sequence === "number" ? raw.sequence : null,
-        approvalId: typeof raw.approval_id === "string" ? raw.approval_id : null,
-        exceptionId: typeof raw.exception_id === "string" ? raw.exception_id : null,
+        approval_id: typeof raw.approval_id === "string" ? raw.approval_id : null,
+        exception_id: typeof raw.exception_id === "string" ? raw.exception_id : null,
         category: typeof raw.category === "string" ? raw.category : null,
       });
     });

@@ -48,22 +48,22 @@ export const WATCH_HEARTBEAT_MS = 15_000;
 /** Converts the SDK's decision into the proto Decision (absent optional = null). */
 export function toProtoDecision(d: PolicyDecision, chainId: string): Decision {
   return {
-    policy_decision: d.policyDecision,
-    decision_reason: d.decisionReason,
-    decision_source: d.decisionSource,
-    policy_name: d.policyName ?? undefined,
-    kill_switch_active: d.killSwitchActive,
-    pause_reason: d.pauseReason ?? undefined,
+    policy_decision: d.policy_decision,
+    decision_reason: d.decision_reason,
+    decision_source: d.decision_source,
+    policy_name: d.policy_name ?? undefined,
+    kill_switch_active: d.kill_switch_active,
+    pause_reason: d.pause_reason ?? undefined,
     remediation: d.remediation ?? undefined,
-    docs_url: d.docsUrl ?? undefined,
-    evaluation_mode: d.evaluationMode ?? undefined,
-    shadow_decision: d.shadowDecision ?? undefined,
-    estimated_cost_usd: d.estimatedCostUsd ?? undefined,
-    auto_paused: d.autoPaused,
+    docs_url: d.docs_url ?? undefined,
+    evaluation_mode: d.evaluation_mode ?? undefined,
+    shadow_decision: d.shadow_decision ?? undefined,
+    estimated_cost_usd: d.estimated_cost_usd ?? undefined,
+    auto_paused: d.auto_paused,
     chain_id: chainId,
-    event_id: d.eventId ?? undefined,
-    approval_id: d.approvalId ?? undefined,
-    exception_id: d.exceptionId ?? undefined,
+    event_id: d.event_id ?? undefined,
+    approval_id: d.approval_id ?? undefined,
+    exception_id: d.exception_id ?? undefined,
     category: d.category ?? undefined,
     flagged: d.flagged,
   };
@@ -268,10 +268,10 @@ export function gatewayHandlers(o: GrpcServerOptions): ToolGatewayHandlers {
         const req = parseComplete(call.request);
         const r = await governor.completeChain(req.chainId, req.failure, controller);
         return {
-          chain_id: r.chainId,
+          chain_id: r.chain_id,
           status: r.status,
-          receipt_id: r.receiptId,
-          receipt_number: r.receiptNumber,
+          receipt_id: r.receipt_id,
+          receipt_number: r.receipt_number,
         };
       });
     },

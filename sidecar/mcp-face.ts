@@ -456,7 +456,7 @@ export class McpFace {
         _meta: {
           ...result._meta,
           "tollgate.dev/chain_id": chainId,
-          "tollgate.dev/event_id": r.decision.eventId,
+          "tollgate.dev/event_id": r.decision.event_id,
         },
       };
     } catch (err) {
@@ -526,7 +526,7 @@ export function waitMessage(u: WaitUpdate): string {
 
 /** A refused call as a tool error result. */
 function refusal(e: GatewayError, chainId: string | null): CallToolResult {
-  const approvalId = e.context.approvalId ?? e.decision?.approvalId ?? null;
+  const approvalId = e.context.approvalId ?? e.decision?.approval_id ?? null;
   return {
     content: [{ type: "text", text: `Tollgate refused the call (${e.code}): ${e.message}` }],
     isError: true,
@@ -537,7 +537,7 @@ function refusal(e: GatewayError, chainId: string | null): CallToolResult {
         "tollgate.dev/approval": {
           approval_id: approvalId,
           review_url: e.context.reviewUrl ?? null,
-          policy_name: e.context.policyName ?? e.decision?.policyName ?? null,
+          policy_name: e.context.policyName ?? e.decision?.policy_name ?? null,
         },
       }),
     },

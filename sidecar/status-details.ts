@@ -48,8 +48,8 @@ const pack = (type: protobuf.Type, value: Record<string, unknown>) => ({
 export function encodeStatusDetails(e: GatewayError, chainId: string | null): Buffer {
   const { Status, ErrorInfo, BadRequest } = rpcTypes();
   const metadata: Record<string, string> = {};
-  const approvalId = e.context.approvalId ?? e.decision?.approvalId;
-  const policyName = e.context.policyName ?? e.decision?.policyName;
+  const approvalId = e.context.approvalId ?? e.decision?.approval_id;
+  const policyName = e.context.policyName ?? e.decision?.policy_name;
   if (approvalId) metadata.approval_id = approvalId;
   if (policyName) metadata.policy_name = policyName;
   if (e.context.reviewUrl) metadata.review_url = e.context.reviewUrl;

@@ -72,7 +72,12 @@ async function blockedCaller(url: string, clientKey: string, kind: Kind): Promis
     { fetch, ...(kind === "5 s poll" && { longPoll: false }) },
   );
   const chain = await new Chain(`resume-${kind}`, { config }).enter();
-  const decision = chain.recordAgentAction("payer", "tool_call", "pay_invoice", { amount_usd: 7500 });
+  const decision = chain.recordAgentAction({
+    agentName: "payer",
+    actionType: "tool_call",
+    actionName: "pay_invoice",
+    payload: { amount_usd: 7500 },
+  });
   const resumedAt = decision.then(() => performance.now());
   resumedAt.catch(() => undefined);
   for (;;) {

@@ -290,9 +290,14 @@ async function main() {
       }
       sdkCalls++;
       const t0 = performance.now();
-      const d = await sdkChain!.recordAgentAction("bench-agent", "tool_call", "search", payload);
+      const d = await sdkChain!.recordAgentAction({
+        agentName: "bench-agent",
+        actionType: "tool_call",
+        actionName: "search",
+        payload,
+      });
       h?.recordValue(us(t0));
-      if (d.policyDecision !== "allow") throw new Error(`unexpected decision ${d.policyDecision}`);
+      if (d.policy_decision !== "allow") throw new Error(`unexpected decision ${d.policy_decision}`);
     };
     const minimalChainId = randomUUID();
     const viaMinimal = async (h: Histogram | null) => {

@@ -62,11 +62,11 @@ const serializedName = (s: Serialized | undefined): string => {
   return Array.isArray(id) && typeof id.at(-1) === "string" ? (id.at(-1) as string) : "";
 };
 
-/** One recorded action of a run, for inspection. */
+/** One recorded action of a run, for inspection (data: the wire's snake_case names). */
 export interface RecordedRunAction {
-  agentName: string;
-  actionType: string;
-  actionName: string;
+  agent_name: string;
+  action_type: string;
+  action_name: string;
   decision: PolicyDecision;
 }
 
@@ -87,13 +87,19 @@ export class GovernanceCallbackHandler extends BaseCallbackHandler {
   /** Records one action; one at a time per handler. Throws the recording's error. */
   #record(agentName: string, actionType: string, actionName: string, payload: Record<string, unknown>) {
     const run = this.#queue.then(() =>
-      this.#opts.chain.recordAgentAction(agentName, actionType, actionName, payload, null, {
-        signal: this.#opts.signal,
-      }),
+      this.#opts.chain.recordAgentAction(
+        { agentName, actionType, actionName, payload },
+        { signal: this.#opts.signal },
+      ),
     );
     this.#queue = run.catch(() => undefined);
     return run.then((decision) => {
-      this.recorded.push({ agentName, actionType, actionName, decision });
+      this.recorded.push({
+        agent_name: agentName,
+        action_type: actionType,
+        action_name: actionName,
+        decision,
+      });
     });
   }
 

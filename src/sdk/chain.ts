@@ -13,6 +13,7 @@
  *   mark a failure, after which dispose does nothing).
  */
 import { z } from "zod";
+import { ApiErrorCode } from "../contract/v1/errors.js";
 import { issueText } from "../contract/v1/issues.js";
 import { MAX_BODY_BYTES } from "../contract/v1/limits.js";
 import { extractFacts } from "../policy/facts.js";
@@ -30,8 +31,10 @@ import { type ChainConfig, getConfig } from "./config.js";
 import { failModeAllowDecision, fromWire, type PolicyDecision } from "./decision.js";
 import {
   ActionDeniedError,
+  type ArgumentIssue,
   BackendUnavailableError,
   ChainAutoPausedError,
+  InvalidArgumentError,
   PolicyViolationError,
   ServiceApiError,
   ServiceKillSwitchError,
@@ -56,26 +59,43 @@ export interface ChainOptions {
   config?: ChainConfig;
 }
 
-/** Per-call options of recordAgentAction. */
+/**
+ * The action recordAgentAction records (its first argument; spec: record_agent_action's
+ * parameters, camelCased like the rest of the SDK's API surface).
+ */
+export interface AgentAction {
+  /** The agent taking the action (1–200 characters). */
+  agentName: string;
+  /** Category: tool_call, llm_call, state_update, ... (1–100 characters). */
+  actionType: string;
+  /** Name within the type, for tool_call the tool name (1–200 characters). */
+  actionName: string;
+  /** The action's inputs; sanitized before they leave the process. */
+  payload?: Record<string, unknown> | null;
+  /** The delegating agent, for hierarchical workflows. */
+  parentAgentName?: string | null;
+}
+
+/** Per-call options of recordAgentAction (its second argument; also enter() and receipt()). */
 export interface RecordOptions {
   /** Stops waiting (HTTP request or approval wait); the call rejects with the signal's reason. */
   signal?: AbortSignal;
   /**
-   * false: a require_approval decision is returned as it is (policyDecision require_approval,
-   * approvalId set) instead of blocking; the caller waits itself with `waitForApproval`
+   * false: a require_approval decision is returned as it is (policy_decision require_approval,
+   * approval_id set) instead of blocking; the caller waits itself with `waitForApproval`
    * (wait.ts). Default true (the spec's blocking behaviour).
    */
   awaitApproval?: boolean;
 }
 
-/** What exit() returns once the chain is sealed. */
+/** What exit() returns once the chain is sealed (data: the wire's snake_case names). */
 export interface CompleteResult {
-  chainId: string;
+  chain_id: string;
   /** completed, or failed when the chain was left through an exception. */
   status: string;
-  receiptId: string;
+  receipt_id: string;
   /** PR-YYYY-NNNNN. */
-  receiptNumber: string;
+  receipt_number: string;
 }
 
 const ChainOptionsSchema = z
@@ -86,15 +106,39 @@ const ChainOptionsSchema = z
   })
   .strict();
 
-const ActionArgsSchema = z.object({
+const AgentActionSchema = z.strictObject({
   agentName: z.string().min(1).max(200),
   actionType: z.string().min(1).max(100),
   actionName: z.string().min(1).max(200),
   payload: z.record(z.string(), z.unknown()).nullable().optional(),
   parentAgentName: z.string().min(1).max(200).nullable().optional(),
 });
+const ACTION_FIELDS = Object.keys(AgentActionSchema.shape);
+
+const RecordOptionsSchema = z.strictObject({
+  signal: z.instanceof(AbortSignal).optional(),
+  awaitApproval: z.boolean().optional(),
+});
 
 const issues = (error: z.ZodError): string => issueText(error);
+
+/** snake_case → camelCase (agent_name → agentName), for the hint on an unknown key. */
+const camel = (key: string) => key.replace(/_([a-z])/g, (_, c: string) => c.toUpperCase());
+
+/**
+ * The issues of an invalid argument `arg` of recordAgentAction, each naming the field as the
+ * caller wrote it; an unknown key is one issue of its own, with the known field it resembles.
+ */
+function argumentIssues(arg: string, error: z.ZodError, known: readonly string[]): ArgumentIssue[] {
+  return error.issues.flatMap((issue) => {
+    const at = [arg, ...issue.path.map(String)].join(".");
+    if (issue.code !== "unrecognized_keys") return [{ field: at, message: issue.message }];
+    return issue.keys.map((key) => {
+      const like = known.includes(camel(key)) ? `did you mean ${camel(key)}? ` : "";
+      return { field: `${at}.${key}`, message: `unknown field (${like}fields: ${known.join(", ")})` };
+    });
+  });
+}
 
 type State = "new" | "entering" | "open" | "exiting" | "closed";
 
@@ -223,15 +267,15 @@ export class Chain {
         error === undefined ? {} : { failure: this.#failure(error) },
       );
       this.#result = {
-        chainId: res.chain_id,
+        chain_id: res.chain_id,
         status: res.status,
-        receiptId: res.receipt_id,
-        receiptNumber: res.receipt_number,
+        receipt_id: res.receipt_id,
+        receipt_number: res.receipt_number,
       };
       this.#state = "closed";
       return this.#result;
     } catch (err) {
-      if (err instanceof ServiceApiError && err.code === "TG_ERR_CHAIN_COMPLETED") {
+      if (err instanceof ServiceApiError && err.code === ApiErrorCode.CHAIN_COMPLETED) {
         this.#state = "closed";
         return null;
       }
@@ -250,32 +294,41 @@ export class Chain {
    * record_agent_action). The payload is sanitized before it leaves the process. On
    * require_approval it blocks, polling approval-status every 5 s (each poll held by the
    * service until the decision or the interval's end, see wait.ts), and returns the resumed
-   * decision (decisionSource human_approval) as soon as a reviewer approves.
-   * @param agentName agent taking the action.
-   * @param actionType category: tool_call, llm_call, state_update, ...
-   * @param actionName name within the type (for tool_call, the tool name).
-   * @param payload action inputs (sanitized before sending).
-   * @param parentAgentName delegating agent, for hierarchical workflows.
+   * decision (decision_source human_approval) as soon as a reviewer approves.
+   *
+   * `await chain.recordAgentAction({ agentName: "payer", actionType: "tool_call",
+   * actionName: "pay_invoice", payload: { amount_usd: 2500 } }, { signal })`
+   * @param action the action (see AgentAction); unknown keys are refused.
+   * @param opts `signal` stops waiting; `awaitApproval: false` returns a require_approval
+   *   decision instead of blocking.
    * @throws ActionDeniedError (policy deny; reviewer deny with notes as condition; backend
    *   approval timeout, condition contains "not resolved within");
    *   ServiceKillSwitchError (kill switch active); ChainAutoPausedError (runaway limit, now or
    *   earlier); PolicyViolationError (an earlier approval of this chain is still pending);
    *   ChainTimeoutError (local wait window expired);
    *   BackendUnavailableError (backend unreachable and the category's fail mode is deny — with
-   *   fail mode allow a flagged allow with eventId null is returned instead);
-   *   ServiceApiError (other API errors, e.g. a completed chain); TypeError (invalid arguments);
+   *   fail mode allow a flagged allow with event_id null is returned instead);
+   *   ServiceApiError (other API errors, e.g. a completed chain);
+   *   InvalidArgumentError, a TypeError (invalid arguments: the message and `issues` name each
+   *   field, e.g. `recordAgentAction: action.agentName: ...`); Error when the chain is not open;
    *   the signal's reason when `opts.signal` aborts.
    */
-  async recordAgentAction(
-    agentName: string,
-    actionType: string,
-    actionName: string,
-    payload?: Record<string, unknown> | null,
-    parentAgentName?: string | null,
-    opts: RecordOptions = {},
-  ): Promise<PolicyDecision> {
-    const args = ActionArgsSchema.safeParse({ agentName, actionType, actionName, payload, parentAgentName });
-    if (!args.success) throw new TypeError(`recordAgentAction: ${issues(args.error)}`);
+  async recordAgentAction(action: AgentAction, opts: RecordOptions = {}): Promise<PolicyDecision> {
+    const args = AgentActionSchema.safeParse(action);
+    if (!args.success)
+      throw new InvalidArgumentError(
+        "recordAgentAction",
+        argumentIssues("action", args.error, ACTION_FIELDS),
+      );
+    const options = RecordOptionsSchema.safeParse(opts ?? {});
+    if (!options.success) {
+      throw new InvalidArgumentError(
+        "recordAgentAction",
+        argumentIssues("options", options.error, Object.keys(RecordOptionsSchema.shape)),
+      );
+    }
+    const { agentName, actionType, actionName, payload, parentAgentName } = args.data;
+    const { signal, awaitApproval } = options.data;
     if (this.#state !== "open") {
       throw new Error(
         this.#state === "closed" || this.#state === "exiting"
@@ -283,9 +336,9 @@ export class Chain {
           : `Chain "${this.name}" is not entered: call enter() first`,
       );
     }
-    throwIfAborted(opts.signal);
+    throwIfAborted(signal);
     const chainId = this.#chainId!;
-    const action: Action = {
+    const wireAction: Action = {
       agent_name: agentName,
       action_type: actionType,
       action_name: actionName,
@@ -295,13 +348,13 @@ export class Chain {
 
     let res: Awaited<ReturnType<ServiceClient["recordAction"]>>;
     try {
-      res = await this.client.recordAction(chainId, action, { signal: opts.signal });
+      res = await this.client.recordAction(chainId, wireAction, { signal });
     } catch (err) {
-      if (err instanceof BackendUnavailableError) return this.#failMode(action, err);
-      if (err instanceof ServiceApiError && err.code === "TG_ERR_CHAIN_PAUSED") {
+      if (err instanceof BackendUnavailableError) return this.#failMode(wireAction, err);
+      if (err instanceof ServiceApiError && err.code === ApiErrorCode.CHAIN_PAUSED) {
         throw new ChainAutoPausedError(chainId, "the chain was halted earlier by a runaway limit");
       }
-      if (err instanceof ServiceApiError && err.code === "TG_ERR_APPROVAL_PENDING") {
+      if (err instanceof ServiceApiError && err.code === ApiErrorCode.APPROVAL_PENDING) {
         throw new PolicyViolationError(
           `Chain "${this.name}": an earlier action is still waiting for approval`,
           err.code,
@@ -311,29 +364,22 @@ export class Chain {
       throw err;
     }
 
-    const where = {
-      eventId: res.event_id,
-      sequence: res.sequence ?? null,
-      approvalId: res.approval_id,
-      exceptionId: res.exception_id,
-      category: res.category,
-    };
-    const decision = fromWire(res, where);
-    if (decision.killSwitchActive && decision.policyDecision === "deny")
+    const decision = fromWire(res, res);
+    if (decision.kill_switch_active && decision.policy_decision === "deny")
       throw new ServiceKillSwitchError(decision);
-    if (decision.autoPaused) throw new ChainAutoPausedError(chainId, decision.decisionReason, decision);
-    if (decision.policyDecision === "deny") {
+    if (decision.auto_paused) throw new ChainAutoPausedError(chainId, decision.decision_reason, decision);
+    if (decision.policy_decision === "deny") {
       throw new ActionDeniedError(
-        decision.decisionSource,
-        decision.decisionReason,
-        decision.policyName,
+        decision.decision_source,
+        decision.decision_reason,
+        decision.policy_name,
         decision,
       );
     }
-    if (decision.policyDecision === "require_approval") {
+    if (decision.policy_decision === "require_approval") {
       if (!res.approval_id)
-        throw new ServiceApiError(200, "TG_ERR_BAD_RESPONSE", "require_approval without approval_id");
-      if (opts.awaitApproval === false) return decision;
+        throw new ServiceApiError(200, ApiErrorCode.BAD_RESPONSE, "require_approval without approval_id");
+      if (awaitApproval === false) return decision;
       return waitForApproval(
         this.client,
         this.config,
@@ -341,10 +387,10 @@ export class Chain {
           chainId,
           approvalId: res.approval_id,
           eventId: res.event_id,
-          sequence: where.sequence,
+          sequence: decision.sequence,
           category: res.category,
         },
-        opts.signal,
+        signal,
       );
     }
     return decision;

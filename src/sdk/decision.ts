@@ -1,18 +1,14 @@
 /**
- * The PolicyDecision the SDK returns (spec: "PolicyDecision"), camelCased, plus where it was
- * recorded. Converts the wire (snake_case) decision of POST /v1/chains/{id}/actions and of
- * approval-status into it.
+ * The PolicyDecision the SDK returns (spec: "PolicyDecision"), plus where it was recorded. Like
+ * every data object the SDK returns (receipts, verification results) it keeps the wire's
+ * snake_case names; the API surface (methods, option objects, error properties) is camelCase.
+ * fromWire turns the wire decision of POST /v1/chains/{id}/actions and of approval-status into it.
  */
 import { z } from "zod";
+import { EvaluationModeSchema, Outcome, OutcomeSchema } from "../policy/schema.js";
 
-/** The four policy outcomes. */
-export const Outcome = {
-  allow: "allow",
-  allow_with_flag: "allow_with_flag",
-  require_approval: "require_approval",
-  deny: "deny",
-} as const;
-export type Outcome = (typeof Outcome)[keyof typeof Outcome];
+// The four policy outcomes are the wire's (src/policy/schema.ts); the SDK re-exports them.
+export { Outcome };
 
 /**
  * Where a decision came from: the spec's backend_evaluation and human_approval, plus our
@@ -26,40 +22,47 @@ export const DecisionSource = {
 } as const;
 export type DecisionSource = (typeof DecisionSource)[keyof typeof DecisionSource];
 
-/** A policy decision as returned by recordAgentAction (spec fields camelCased). */
+/**
+ * A policy decision as returned by recordAgentAction: the spec's PolicyDecision in the wire's
+ * snake_case (as the Python library's), plus where it was recorded and `flagged`.
+ */
 export interface PolicyDecision {
   /** allow or allow_with_flag when returned; require_approval/deny only inside errors. */
-  policyDecision: Outcome;
+  policy_decision: Outcome;
   /** Explanation if a policy matched; "" otherwise. */
-  decisionReason: string;
-  decisionSource: DecisionSource;
-  policyName: string | null;
-  killSwitchActive: boolean;
-  pauseReason: string | null;
+  decision_reason: string;
+  decision_source: DecisionSource;
+  policy_name: string | null;
+  kill_switch_active: boolean;
+  pause_reason: string | null;
   remediation: string | null;
-  docsUrl: string | null;
+  docs_url: string | null;
   /** enforce or shadow. */
-  evaluationMode: "enforce" | "shadow" | null;
+  evaluation_mode: "enforce" | "shadow" | null;
   /** In shadow mode, the decision enforce mode would have made. */
-  shadowDecision: Outcome | null;
+  shadow_decision: Outcome | null;
   /** USD, for llm_call events. */
-  estimatedCostUsd: number | null;
-  autoPaused: boolean;
+  estimated_cost_usd: number | null;
+  auto_paused: boolean;
   /** The recorded chain event; null when nothing was recorded (fail mode allow). */
-  eventId: string | null;
+  event_id: string | null;
   /** 1-based position of the event in the chain; null when nothing was recorded. */
   sequence: number | null;
   /** The approval gate this action went through, if any. */
-  approvalId: string | null;
+  approval_id: string | null;
   /** The time-boxed exception that allowed the action, or that the approval created. */
-  exceptionId: string | null;
+  exception_id: string | null;
   /** The action category (financial, external_communication, ..., default). */
   category: string | null;
-  /** True when policyDecision is allow_with_flag. */
+  /** True when policy_decision is allow_with_flag (a convenience; not on the wire). */
   flagged: boolean;
 }
 
-const outcome = z.enum(["allow", "allow_with_flag", "require_approval", "deny"]);
+/** Where a decision was recorded: the fields fromWire attaches to a wire decision. */
+export type DecisionWhere = Pick<PolicyDecision, "event_id"> &
+  Partial<Pick<PolicyDecision, "sequence" | "approval_id" | "exception_id" | "category">>;
+
+const outcome = OutcomeSchema;
 
 /** The spec's PolicyDecision on the wire; unknown keys are tolerated. */
 export const WireDecisionSchema = z.looseObject({
@@ -71,7 +74,7 @@ export const WireDecisionSchema = z.looseObject({
   pause_reason: z.string().nullable().default(null),
   remediation: z.string().nullable().default(null),
   docs_url: z.string().nullable().default(null),
-  evaluation_mode: z.enum(["enforce", "shadow"]).nullable().default(null),
+  evaluation_mode: EvaluationModeSchema.nullable().default(null),
   shadow_decision: outcome.nullable().default(null),
   estimated_cost_usd: z.number().nullable().default(null),
   auto_paused: z.boolean().default(false),
@@ -94,62 +97,57 @@ export type RecordActionResponse = z.infer<typeof RecordActionResponseSchema>;
 const knownSource = (s: string): DecisionSource =>
   s === "human_approval" || s === "fail_mode" ? s : "backend_evaluation";
 
-/** Converts a wire decision into the SDK's camelCase PolicyDecision. */
-export const fromWire = (
-  w: WireDecision,
-  where: {
-    eventId: string | null;
-    sequence?: number | null;
-    approvalId?: string | null;
-    exceptionId?: string | null;
-    category?: string | null;
-  },
-): PolicyDecision => ({
-  policyDecision: w.policy_decision,
-  decisionReason: w.decision_reason,
-  decisionSource: knownSource(w.decision_source),
-  policyName: w.policy_name,
-  killSwitchActive: w.kill_switch_active,
-  pauseReason: w.pause_reason,
+/**
+ * The one conversion of a wire decision into the SDK's PolicyDecision: the same snake_case
+ * names, defaults filled (by WireDecisionSchema), unknown wire keys dropped, `where` attached.
+ * A RecordActionResponse is its own `where`.
+ */
+export const fromWire = (w: WireDecision, where: DecisionWhere): PolicyDecision => ({
+  policy_decision: w.policy_decision,
+  decision_reason: w.decision_reason,
+  decision_source: knownSource(w.decision_source),
+  policy_name: w.policy_name,
+  kill_switch_active: w.kill_switch_active,
+  pause_reason: w.pause_reason,
   remediation: w.remediation,
-  docsUrl: w.docs_url,
-  evaluationMode: w.evaluation_mode,
-  shadowDecision: w.shadow_decision,
-  estimatedCostUsd: w.estimated_cost_usd,
-  autoPaused: w.auto_paused,
-  eventId: where.eventId,
+  docs_url: w.docs_url,
+  evaluation_mode: w.evaluation_mode,
+  shadow_decision: w.shadow_decision,
+  estimated_cost_usd: w.estimated_cost_usd,
+  auto_paused: w.auto_paused,
+  event_id: where.event_id,
   sequence: where.sequence ?? null,
-  approvalId: where.approvalId ?? null,
-  exceptionId: where.exceptionId ?? null,
+  approval_id: where.approval_id ?? null,
+  exception_id: where.exception_id ?? null,
   category: where.category ?? null,
   flagged: w.policy_decision === "allow_with_flag",
 });
 
 /**
  * The flagged allow returned when the backend is unavailable and `failModeKey`'s fail mode is
- * allow: policyDecision allow_with_flag, decisionSource fail_mode, eventId null.
+ * allow: policy_decision allow_with_flag, decision_source fail_mode, event_id null.
  */
 export const failModeAllowDecision = (
   category: string,
   failModeKey: string,
   why: string,
 ): PolicyDecision => ({
-  policyDecision: "allow_with_flag",
-  decisionReason: `Backend unavailable (${why}); allowed without evaluation by fail mode allow (fail_modes.${failModeKey}, category ${category}); not recorded`,
-  decisionSource: "fail_mode",
-  policyName: `fail_modes.${failModeKey}`,
-  killSwitchActive: false,
-  pauseReason: null,
+  policy_decision: "allow_with_flag",
+  decision_reason: `Backend unavailable (${why}); allowed without evaluation by fail mode allow (fail_modes.${failModeKey}, category ${category}); not recorded`,
+  decision_source: "fail_mode",
+  policy_name: `fail_modes.${failModeKey}`,
+  kill_switch_active: false,
+  pause_reason: null,
   remediation: "Restore connectivity to the governance service; this action was not recorded in the chain",
-  docsUrl: null,
-  evaluationMode: null,
-  shadowDecision: null,
-  estimatedCostUsd: null,
-  autoPaused: false,
-  eventId: null,
+  docs_url: null,
+  evaluation_mode: null,
+  shadow_decision: null,
+  estimated_cost_usd: null,
+  auto_paused: false,
+  event_id: null,
   sequence: null,
-  approvalId: null,
-  exceptionId: null,
+  approval_id: null,
+  exception_id: null,
   category,
   flagged: true,
 });

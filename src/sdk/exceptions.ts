@@ -13,9 +13,10 @@
  * ```
  *
  * Plus what the spec's table names without a class of its own: `VerificationError` (the
- * sanitized verification error of verifyPublicToken), `RuntimeError` (McpAdapter.install), and
+ * sanitized verification error of verifyPublicToken), `RuntimeError` (McpAdapter.install),
  * `ServiceApiError` for API errors that are not policy outcomes (validation, auth, not found,
- * a completed chain). No error message or property ever carries the API key, a public token or
+ * a completed chain), and `InvalidArgumentError` (a TypeError) for arguments the SDK refuses
+ * before anything is sent. No error message or property ever carries the API key, a public token or
  * a payload value.
  */
 import type { PolicyDecision } from "./decision.js";
@@ -75,7 +76,7 @@ export class PolicyViolationError extends ServicePolicyError {
 export class ServiceKillSwitchError extends ServicePolicyError {
   constructor(decision: PolicyDecision) {
     super(
-      `The organization kill switch is active: ${decision.decisionReason || "no reason given"}`,
+      `The organization kill switch is active: ${decision.decision_reason || "no reason given"}`,
       decision,
     );
   }
@@ -193,5 +194,35 @@ export class ServiceApiError extends Error {
     this.statusCode = statusCode;
     this.code = code;
     this.details = details;
+  }
+}
+
+/** One refused argument of an {@link InvalidArgumentError}. */
+export interface ArgumentIssue {
+  /**
+   * The field as the caller wrote it, dotted from the argument's name, e.g. "action.agentName",
+   * "action.agent_name" (an unknown key), "options.signal"; the argument's name alone when the
+   * value itself is wrong (e.g. "action" for a string).
+   */
+  field: string;
+  /** What is wrong with it. */
+  message: string;
+}
+
+/**
+ * An SDK call refused its arguments before sending anything (a TypeError, so `instanceof
+ * TypeError` still holds); raised by Chain.recordAgentAction (other calls throw a plain TypeError). The message is `operation: field: message` (issues separated by
+ * "; "); match on the class and read `operation` and `issues` rather than parsing it.
+ */
+export class InvalidArgumentError extends TypeError {
+  /** The call that refused them: "recordAgentAction". */
+  readonly operation: string;
+  /** Every refused field, at least one. */
+  readonly issues: readonly ArgumentIssue[];
+  constructor(operation: string, issues: readonly ArgumentIssue[]) {
+    super(`${operation}: ${issues.map((i) => `${i.field}: ${i.message}`).join("; ")}`);
+    this.name = "InvalidArgumentError";
+    this.operation = operation;
+    this.issues = issues;
   }
 }

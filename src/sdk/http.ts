@@ -17,6 +17,7 @@
  * Without an active span nothing is created; with no OpenTelemetry SDK registered, the API's
  * no-ops cost well under a microsecond per request (bench/tracing).
  */
+
 import {
   type Context,
   context,
@@ -27,6 +28,7 @@ import {
   trace,
 } from "@opentelemetry/api";
 import type { z } from "zod";
+import { ApiErrorCode } from "../contract/v1/errors.js";
 import { BackendUnavailableError, ServiceApiError, ServiceTransportError } from "./exceptions.js";
 import { abortReason } from "./sleep.js";
 
@@ -236,7 +238,7 @@ async function send<T>(
     const issues = parsed.error.issues.map((i) => `${i.path.join(".") || "(body)"}: ${i.message}`).join("; ");
     throw new ServiceApiError(
       status,
-      "TG_ERR_BAD_RESPONSE",
+      ApiErrorCode.BAD_RESPONSE,
       `${opts.route}: unexpected response (${issues})`,
     );
   }

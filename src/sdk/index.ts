@@ -7,6 +7,7 @@
  * and ./langchain (imported from their own modules so that their frameworks stay optional).
  */
 export {
+  type AgentAction,
   Chain,
   type ChainOptions,
   type CompleteResult,
@@ -56,6 +57,7 @@ export {
 } from "./config.js";
 export {
   DecisionSource,
+  type DecisionWhere,
   fromWire as decisionFromWire,
   Outcome,
   type PolicyDecision,
@@ -63,9 +65,11 @@ export {
 } from "./decision.js";
 export {
   ActionDeniedError,
+  type ArgumentIssue,
   BackendUnavailableError,
   ChainAutoPausedError,
   ChainTimeoutError,
+  InvalidArgumentError,
   PolicyViolationError,
   RuntimeError,
   ServiceApiError,

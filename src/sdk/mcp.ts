@@ -80,11 +80,13 @@ export class McpAdapter {
   ): Promise<R> {
     const payload = isRecord(args) ? args : args === undefined ? {} : { arguments: args };
     const decision = await this.chain.recordAgentAction(
-      this.agentName,
-      "tool_call",
-      toolName,
-      payload,
-      this.parentAgentName,
+      {
+        agentName: this.agentName,
+        actionType: "tool_call",
+        actionName: toolName,
+        payload,
+        parentAgentName: this.parentAgentName,
+      },
       { signal: opts.signal },
     );
     this.lastDecision = decision;

@@ -114,15 +114,15 @@ async function pollApproval(
     const approval = status.approval;
     if (approval && approval.status !== "pending") {
       const decision = fromWire(approval.decision, {
-        eventId: gate.eventId,
+        event_id: gate.eventId,
         sequence: gate.sequence,
-        approvalId: gate.approvalId,
-        exceptionId: approval.exception?.exception_id ?? null,
+        approval_id: gate.approvalId,
+        exception_id: approval.exception?.exception_id ?? null,
         category: gate.category,
       });
       if (approval.status === "approved") return decision;
-      const condition = approval.condition ?? decision.decisionReason;
-      throw new ActionDeniedError(decision.decisionSource, condition, decision.policyName, decision);
+      const condition = approval.condition ?? decision.decision_reason;
+      throw new ActionDeniedError(decision.decision_source, condition, decision.policy_name, decision);
     }
     if (now() >= deadline) throw expired();
   }

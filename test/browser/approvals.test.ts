@@ -67,11 +67,16 @@ describe("deciding in the dashboard while the SDK caller waits", () => {
     const chain = await sdkChain("vendor-payments");
     let settled = false;
     const call = chain
-      .recordAgentAction("payments-agent", "tool_call", "wire_transfer", {
-        amount_usd: 7500,
-        beneficiary: "Initech GmbH",
-        url: "https://bank.example/transfers",
-        password: "hunter2",
+      .recordAgentAction({
+        agentName: "payments-agent",
+        actionType: "tool_call",
+        actionName: "wire_transfer",
+        payload: {
+          amount_usd: 7500,
+          beneficiary: "Initech GmbH",
+          url: "https://bank.example/transfers",
+          password: "hunter2",
+        },
       })
       .finally(() => {
         settled = true;
@@ -113,22 +118,27 @@ describe("deciding in the dashboard while the SDK caller waits", () => {
     await screenshot(page, "03-approvals-decided");
 
     const decision = await call;
-    expect(decision.policyDecision).toBe("allow");
-    expect(decision.decisionSource).toBe("human_approval");
+    expect(decision.policy_decision).toBe("allow");
+    expect(decision.decision_source).toBe("human_approval");
     // The exception now covers the same agent, action type and destination.
-    const next = await chain.recordAgentAction("payments-agent", "tool_call", "wire_transfer", {
-      amount_usd: 8000,
-      url: "https://bank.example/transfers",
+    const next = await chain.recordAgentAction({
+      agentName: "payments-agent",
+      actionType: "tool_call",
+      actionName: "wire_transfer",
+      payload: {
+        amount_usd: 8000,
+        url: "https://bank.example/transfers",
+      },
     });
-    expect(next.policyDecision).toBe("allow_with_flag");
+    expect(next.policy_decision).toBe("allow_with_flag");
     const done = await chain.exit();
-    expect(done?.receiptNumber).toMatch(/^PR-\d{4}-00001$/);
+    expect(done?.receipt_number).toMatch(/^PR-\d{4}-00001$/);
 
     await page.goto(`${stack.url}/dashboard/chains/${chain.chainId}`);
     await page.getByRole("heading", { name: "Chain vendor-payments" }).waitFor();
     const body = (await page.locator("main").textContent()) ?? "";
     expect(body).toContain("Authorized by the 1 day exception granted by alice@acme.test");
-    expect(body).toContain(done!.receiptNumber);
+    expect(body).toContain(done!.receipt_number);
     const overall = page.locator("dt", { hasText: "Overall (v2)" }).locator("xpath=following-sibling::dd[1]");
     await expect(overall.textContent()).resolves.toBe("valid");
     await screenshot(page, "04-chain-timeline-receipt");
@@ -137,10 +147,17 @@ describe("deciding in the dashboard while the SDK caller waits", () => {
 
   it("denies with notes and the caller gets ActionDeniedError carrying them", async () => {
     const chain = await sdkChain("outreach");
-    const call = chain.recordAgentAction("mailer-agent", "tool_call", "send_wire", { amount_usd: 9000 }).then(
-      () => null,
-      (err: unknown) => err,
-    );
+    const call = chain
+      .recordAgentAction({
+        agentName: "mailer-agent",
+        actionType: "tool_call",
+        actionName: "send_wire",
+        payload: { amount_usd: 9000 },
+      })
+      .then(
+        () => null,
+        (err: unknown) => err,
+      );
     const approvalId = await pendingFor(chain.chainId!);
     const { context, page } = await stack.newPage();
     await signIn(page, stack, "alice@acme.test");
@@ -163,7 +180,12 @@ describe("a link from a received mail", () => {
     stack.sink.mails.length = 0;
     const chain = await sdkChain("link-flow");
     const call = chain
-      .recordAgentAction("payments-agent", "tool_call", "refund", { amount_usd: 6200 })
+      .recordAgentAction({
+        agentName: "payments-agent",
+        actionType: "tool_call",
+        actionName: "refund",
+        payload: { amount_usd: 6200 },
+      })
       .catch((e) => e);
     const approvalId = await pendingFor(chain.chainId!);
     expect(await stack.deliverMail()).toBeGreaterThanOrEqual(1);
@@ -189,7 +211,7 @@ describe("a link from a received mail", () => {
     await c.getByRole("button", { name: "Submit decision" }).click();
     await page.getByText("Decision recorded: approved.").waitFor();
     const decision = await call;
-    expect(decision.decisionSource).toBe("human_approval");
+    expect(decision.decision_source).toBe("human_approval");
     // The same link again is refused.
     await page.goto(mail!.links.approve!);
     await page.getByRole("heading", { name: "Link already used" }).waitFor();

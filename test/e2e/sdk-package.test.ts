@@ -54,9 +54,9 @@ describe("@tollgate/sdk installed from its npm pack tarball", () => {
       `import { Chain, init, ServiceApiError } from "@tollgate/sdk";
 init(process.env.KEY, { backendUrl: process.env.URL });
 const chain = await new Chain("packaged").enter();
-const decision = await chain.recordAgentAction("clerk", "tool_call", "read_file", { path: "/tmp/a" });
+const decision = await chain.recordAgentAction({ agentName: "clerk", actionType: "tool_call", actionName: "read_file", payload: { path: "/tmp/a" } });
 const done = await chain.exit();
-console.log(JSON.stringify({ decision: decision.policyDecision, receipt: done.receiptNumber, typed: typeof ServiceApiError }));
+console.log(JSON.stringify({ decision: decision.policy_decision, receipt: done.receipt_number, typed: typeof ServiceApiError }));
 `,
     );
     const { stdout } = await run(process.execPath, ["consumer.mjs"], {
@@ -73,11 +73,13 @@ console.log(JSON.stringify({ decision: decision.policyDecision, receipt: done.re
   it("type-checks a TypeScript consumer against the package's declarations", async () => {
     writeFileSync(
       path.join(dir, "consumer.ts"),
-      `import { Chain, type PolicyDecision, ServiceClient } from "@tollgate/sdk";
+      `import { type AgentAction, Chain, type PolicyDecision, ServiceClient } from "@tollgate/sdk";
 const chain: Chain = new Chain("typed");
-const d: Promise<PolicyDecision> = chain.recordAgentAction("a", "tool_call", "x");
+const action: AgentAction = { agentName: "a", actionType: "tool_call", actionName: "x" };
+const d: Promise<PolicyDecision> = chain.recordAgentAction(action, { signal: AbortSignal.timeout(1000) });
+const source: Promise<string> = d.then((x) => x.decision_source);
 const c: ServiceClient = new ServiceClient({ apiKey: "tg_x" });
-export { c, d };
+export { c, d, source };
 `,
     );
     writeFileSync(

@@ -9,6 +9,7 @@ import {
   ChainAutoPausedError,
   ChainTimeoutError,
   createConfig,
+  InvalidArgumentError,
   PolicyViolationError,
   ServiceApiError,
   ServiceKillSwitchError,
@@ -27,11 +28,12 @@ afterAll(async () => env?.close());
 /** A payment by an agent named after the chain (an exception granted in one test stays out of the others). */
 const pay = (chain: Chain, amount: number, opts: { signal?: AbortSignal } = {}) =>
   chain.recordAgentAction(
-    `payer-${chain.name}`,
-    "tool_call",
-    "pay_invoice",
-    { amount_usd: amount },
-    null,
+    {
+      agentName: `payer-${chain.name}`,
+      actionType: "tool_call",
+      actionName: "pay_invoice",
+      payload: { amount_usd: amount },
+    },
     opts,
   );
 
@@ -43,29 +45,36 @@ describe("Chain lifecycle", () => {
     expect(await chain.receipt()).toBeNull();
     await chain.enter();
     expect(chain.chainId).toMatch(/^[0-9a-f-]{36}$/);
-    const d = await chain.recordAgentAction("reader", "tool_call", "read_file", { path: "/etc/hosts" });
+    const d = await chain.recordAgentAction({
+      agentName: "reader",
+      actionType: "tool_call",
+      actionName: "read_file",
+      payload: { path: "/etc/hosts" },
+    });
     expect(d).toMatchObject({
-      policyDecision: "allow",
-      decisionSource: "backend_evaluation",
+      policy_decision: "allow",
+      decision_source: "backend_evaluation",
       flagged: false,
       sequence: 1,
       category: "default",
-      evaluationMode: "enforce",
+      evaluation_mode: "enforce",
     });
-    expect(d.eventId).toMatch(/^[0-9a-f-]{36}$/);
+    expect(d.event_id).toMatch(/^[0-9a-f-]{36}$/);
     expect(await chain.receipt()).toBeNull();
     const done = await chain.exit();
-    expect(done).toMatchObject({ chainId: chain.chainId, status: "completed" });
-    expect(done?.receiptNumber).toMatch(/^PR-\d{4}-\d{5}$/);
+    expect(done).toMatchObject({ chain_id: chain.chainId, status: "completed" });
+    expect(done?.receipt_number).toMatch(/^PR-\d{4}-\d{5}$/);
     expect(await chain.exit()).toEqual(done);
     const receipt = await chain.receipt();
-    expect(receipt?.receipt_number).toBe(done?.receiptNumber);
+    expect(receipt?.receipt_number).toBe(done?.receipt_number);
     expect(receipt?.signature).toMatch(/^hmac-sha256:[0-9a-f]{64}$/);
     expect(receipt?.metadata).toEqual({ ticket: "T-1" });
     expect(receipt?.total_actions).toBe(1);
     const stored = await env.stored(chain.chainId!);
     expect(stored.environment).toBe("staging");
-    await expect(chain.recordAgentAction("a", "tool_call", "x")).rejects.toThrow(/completed/);
+    await expect(
+      chain.recordAgentAction({ agentName: "a", actionType: "tool_call", actionName: "x" }),
+    ).rejects.toThrow(/completed/);
   });
 
   it("await using completes the chain at the end of the scope", async () => {
@@ -74,7 +83,11 @@ describe("Chain lifecycle", () => {
     {
       await using chain = await new Chain("lifecycle-using", { config }).enter();
       id = chain.chainId;
-      await chain.recordAgentAction("reader", "tool_call", "read_file");
+      await chain.recordAgentAction({
+        agentName: "reader",
+        actionType: "tool_call",
+        actionName: "read_file",
+      });
     }
     expect((await env.stored(id!)).status).toBe("completed");
   });
@@ -94,7 +107,11 @@ describe("Chain lifecycle", () => {
     await expect(
       withChain("lifecycle-fail", { config }, async (chain) => {
         failedChain = chain;
-        await chain.recordAgentAction("reader", "tool_call", "read_file");
+        await chain.recordAgentAction({
+          agentName: "reader",
+          actionType: "tool_call",
+          actionName: "read_file",
+        });
         throw boom;
       }),
     ).rejects.toBe(boom);
@@ -144,7 +161,7 @@ describe("Chain lifecycle", () => {
       await env.decide(st.json().approval.approval_id, { decision: "approve" });
     };
     const d = await pay(gated, 300);
-    expect(d).toMatchObject({ policyDecision: "allow", decisionSource: "human_approval" });
+    expect(d).toMatchObject({ policy_decision: "allow", decision_source: "human_approval" });
     await chain.exit();
     await gated.exit();
   });
@@ -161,10 +178,41 @@ describe("Chain lifecycle", () => {
     const chain = new Chain("x", { config });
     expect(() => chain.addFinancialThreshold(-5)).toThrow(/usd/);
     expect(() => chain.addFinancialThreshold(5, ["not-an-email"])).toThrow(/notify/);
-    await expect(chain.recordAgentAction("a", "tool_call", "x")).rejects.toThrow(/not entered/);
+    await expect(
+      chain.recordAgentAction({ agentName: "a", actionType: "tool_call", actionName: "x" }),
+    ).rejects.toThrow(/not entered/);
     await chain.enter();
-    await expect(chain.recordAgentAction("", "tool_call", "x")).rejects.toThrow(/agentName/);
-    await expect(chain.recordAgentAction("a", "tool_call", "x", [] as never)).rejects.toThrow(/payload/);
+    await expect(
+      chain.recordAgentAction({ agentName: "", actionType: "tool_call", actionName: "x" }),
+    ).rejects.toThrow(/agentName/);
+    await expect(
+      chain.recordAgentAction({
+        agentName: "a",
+        actionType: "tool_call",
+        actionName: "x",
+        payload: [] as never,
+      }),
+    ).rejects.toThrow(/action\.payload/);
+    // One shape: an action object (unknown keys refused, named as written) and an options object.
+    const snake = await chain
+      .recordAgentAction({ agent_name: "a", actionType: "tool_call", actionName: "x" } as never)
+      .catch((e) => e);
+    expect(snake).toBeInstanceOf(InvalidArgumentError);
+    expect(snake).toBeInstanceOf(TypeError);
+    expect(snake.operation).toBe("recordAgentAction");
+    expect(snake.message).toMatch(/^recordAgentAction: /);
+    expect(snake.message).toContain("action.agent_name: unknown field (did you mean agentName?");
+    expect(snake.issues.map((i: { field: string }) => i.field)).toEqual(
+      expect.arrayContaining(["action.agentName", "action.agent_name"]),
+    );
+    const positional = chain.recordAgentAction("a" as never, "tool_call" as never);
+    await expect(positional).rejects.toThrow(/^recordAgentAction: action: /);
+    await expect(
+      chain.recordAgentAction({ agentName: "a", actionType: "tool_call", actionName: "x" }, {
+        sigal: AbortSignal.abort(),
+      } as never),
+    ).rejects.toThrow(/options\.sigal: unknown field/);
+    expect((await env.stored(chain.chainId!)).events).toHaveLength(0);
     await chain.exit();
   });
 });
@@ -177,12 +225,12 @@ describe("decisions and errors of recordAgentAction", () => {
       async (c) => {
         const d = await pay(c, 9000);
         expect(d).toMatchObject({
-          policyDecision: "allow_with_flag",
+          policy_decision: "allow_with_flag",
           flagged: true,
-          evaluationMode: "shadow",
-          shadowDecision: "require_approval",
+          evaluation_mode: "shadow",
+          shadow_decision: "require_approval",
           category: "financial",
-          approvalId: null,
+          approval_id: null,
         });
       },
     );
@@ -198,9 +246,9 @@ describe("decisions and errors of recordAgentAction", () => {
     expect(err.decisionSource).toBe("backend_evaluation");
     expect(err.policyName).toBe("financial_deny_threshold");
     expect(err.condition).toMatch(/1500|1,500/);
-    expect(err.decision.policyDecision).toBe("deny");
-    expect(err.decision.eventId).toMatch(/^[0-9a-f-]{36}$/);
-    expect((await pay(chain, 10)).policyDecision).toBe("allow");
+    expect(err.decision.policy_decision).toBe("deny");
+    expect(err.decision.event_id).toMatch(/^[0-9a-f-]{36}$/);
+    expect((await pay(chain, 10)).policy_decision).toBe("allow");
     const stored = await env.stored(chain.chainId!);
     expect(stored.events.map((e) => e.decision.policy_decision)).toEqual(["deny", "allow"]);
     await chain.exit();
@@ -215,19 +263,29 @@ describe("decisions and errors of recordAgentAction", () => {
       });
     expect((await toggle(true)).statusCode).toBe(200);
     try {
-      const err = await chain.recordAgentAction("reader", "tool_call", "read_file").catch((e) => e);
+      const err = await chain
+        .recordAgentAction({ agentName: "reader", actionType: "tool_call", actionName: "read_file" })
+        .catch((e) => e);
       expect(err).toBeInstanceOf(ServiceKillSwitchError);
       expect(err).toBeInstanceOf(ServicePolicyError);
       expect(err.message).toContain("incident 42");
       expect(err.decision).toMatchObject({
-        killSwitchActive: true,
-        policyDecision: "deny",
-        policyName: "kill_switch",
+        kill_switch_active: true,
+        policy_decision: "deny",
+        policy_name: "kill_switch",
       });
     } finally {
       expect((await toggle(false)).statusCode).toBe(200);
     }
-    expect((await chain.recordAgentAction("reader", "tool_call", "read_file")).policyDecision).toBe("allow");
+    expect(
+      (
+        await chain.recordAgentAction({
+          agentName: "reader",
+          actionType: "tool_call",
+          actionName: "read_file",
+        })
+      ).policy_decision,
+    ).toBe("allow");
     await chain.exit();
   });
 
@@ -236,14 +294,18 @@ describe("decisions and errors of recordAgentAction", () => {
       config: env.config(),
       policyConfig: { runaway_limits: { max_events: 2 } },
     }).enter();
-    await chain.recordAgentAction("looper", "tool_call", "step");
-    await chain.recordAgentAction("looper", "tool_call", "step");
-    const err = await chain.recordAgentAction("looper", "tool_call", "step").catch((e) => e);
+    await chain.recordAgentAction({ agentName: "looper", actionType: "tool_call", actionName: "step" });
+    await chain.recordAgentAction({ agentName: "looper", actionType: "tool_call", actionName: "step" });
+    const err = await chain
+      .recordAgentAction({ agentName: "looper", actionType: "tool_call", actionName: "step" })
+      .catch((e) => e);
     expect(err).toBeInstanceOf(ChainAutoPausedError);
     expect(err).not.toBeInstanceOf(ServicePolicyError);
-    expect(err.decision).toMatchObject({ autoPaused: true, policyName: "runaway_limits" });
+    expect(err.decision).toMatchObject({ auto_paused: true, policy_name: "runaway_limits" });
     expect(err.message).toMatch(/max_events/);
-    const later = await chain.recordAgentAction("looper", "tool_call", "step").catch((e) => e);
+    const later = await chain
+      .recordAgentAction({ agentName: "looper", actionType: "tool_call", actionName: "step" })
+      .catch((e) => e);
     expect(later).toBeInstanceOf(ChainAutoPausedError);
     expect(later.decision).toBeNull();
     expect((await env.stored(chain.chainId!)).status).toBe("paused");
@@ -279,20 +341,20 @@ describe("approval gates", () => {
     expect(statusWhileWaiting).toBe("pending_approval");
     expect(ticker.sleeps).toEqual([5000, 5000, 5000]);
     expect(d).toMatchObject({
-      policyDecision: "allow",
-      decisionSource: "human_approval",
-      policyName: "financial_approval_threshold",
+      policy_decision: "allow",
+      decision_source: "human_approval",
+      policy_name: "financial_approval_threshold",
       category: "financial",
       flagged: false,
     });
-    expect(d.approvalId).toMatch(/^[0-9a-f-]{36}$/);
-    expect(d.exceptionId).toMatch(/^[0-9a-f-]{36}$/);
-    expect(d.decisionReason).toContain("ok");
+    expect(d.approval_id).toMatch(/^[0-9a-f-]{36}$/);
+    expect(d.exception_id).toMatch(/^[0-9a-f-]{36}$/);
+    expect(d.decision_reason).toContain("ok");
     // The exception covers the same agent and action type: no new gate.
     const again = await pay(chain, 8000);
     expect(again).toMatchObject({
-      policyDecision: "allow_with_flag",
-      exceptionId: d.exceptionId,
+      policy_decision: "allow_with_flag",
+      exception_id: d.exception_id,
       flagged: true,
     });
     expect(ticker.sleeps).toHaveLength(3);
@@ -310,8 +372,16 @@ describe("approval gates", () => {
     expect(err.decisionSource).toBe("human_approval");
     expect(err.condition).toBe("Vendor not on the approved list");
     expect(err.policyName).toBe("financial_approval_threshold");
-    expect(err.decision.approvalId).toMatch(/^[0-9a-f-]{36}$/);
-    expect((await chain.recordAgentAction("reader", "tool_call", "read_file")).policyDecision).toBe("allow");
+    expect(err.decision.approval_id).toMatch(/^[0-9a-f-]{36}$/);
+    expect(
+      (
+        await chain.recordAgentAction({
+          agentName: "reader",
+          actionType: "tool_call",
+          actionName: "read_file",
+        })
+      ).policy_decision,
+    ).toBe("allow");
     await chain.exit();
   });
 
@@ -339,7 +409,9 @@ describe("approval gates", () => {
       token: env.org.clientKey,
     });
     expect(st.json().approval.status).toBe("pending");
-    const next = await chain.recordAgentAction("reader", "tool_call", "read_file").catch((e) => e);
+    const next = await chain
+      .recordAgentAction({ agentName: "reader", actionType: "tool_call", actionName: "read_file" })
+      .catch((e) => e);
     expect(next).toBeInstanceOf(PolicyViolationError);
     expect(next.code).toBe("TG_ERR_APPROVAL_PENDING");
     await chain.exit();
@@ -360,7 +432,10 @@ describe("approval gates", () => {
     expect(ticker.sleeps).toEqual([5000, 5000]);
     const pre = AbortSignal.abort();
     const err = await chain
-      .recordAgentAction("r", "tool_call", "x", {}, null, { signal: pre })
+      .recordAgentAction(
+        { agentName: "r", actionType: "tool_call", actionName: "x", payload: {} },
+        { signal: pre },
+      )
       .catch((e) => e);
     expect(err.name).toBe("AbortError");
     await chain.exit();
@@ -388,7 +463,7 @@ describe("approval gates", () => {
         }
       };
       const d = await pay(chain, 7500);
-      expect(d.decisionSource).toBe("human_approval");
+      expect(d.decision_source).toBe("human_approval");
       expect(ticker.sleeps).toEqual([5000, 5000, 5000]);
       // Polls 1 and 2 never reached the service; poll 3 did.
       expect(proxy.count(/approval-status/)).toBe(1);

@@ -27,13 +27,20 @@ beforeAll(async () => {
   const ticker = makeTicker();
   const chain = await new Chain("verified", { config: env.config({}, ticker) }).enter();
   chainId = chain.chainId!;
-  readEventId = (await chain.recordAgentAction("reader", "tool_call", "read_file")).eventId!;
+  readEventId = (
+    await chain.recordAgentAction({ agentName: "reader", actionType: "tool_call", actionName: "read_file" })
+  ).event_id!;
   ticker.onTick = async () => {
     const st = await client.approvalStatus(chainId);
     await env.decide(st.approval!.approval_id, { decision: "approve", notes: "fine" });
   };
-  const paid = await chain.recordAgentAction("payer", "tool_call", "pay", { amount_usd: 9000 });
-  approvalId = paid.approvalId!;
+  const paid = await chain.recordAgentAction({
+    agentName: "payer",
+    actionType: "tool_call",
+    actionName: "pay",
+    payload: { amount_usd: 9000 },
+  });
+  approvalId = paid.approval_id!;
   const outcome = await client.reportOutcome(chainId, readEventId, {
     status: "success",
     error_class: null,
@@ -83,16 +90,16 @@ describe("ServiceClient", () => {
     const err = await client.completeChain(chainId).catch((e) => e);
     expect(err).toBeInstanceOf(ServiceApiError);
     expect(err).toMatchObject({ statusCode: 409, code: "TG_ERR_CHAIN_COMPLETED" });
-    expect(err.details).toMatchObject({ chain_id: chainId, receipt_id: done.receiptId });
+    expect(err.details).toMatchObject({ chain_id: chainId, receipt_id: done.receipt_id });
     expect(err.message).toMatch(/^POST \/v1\/chains\/\{chain_id\}\/complete: /);
   });
 
   it("verifyReceiptV2 reports overall_status and integrity.status (members and admins)", async () => {
-    const v = await admin.verifyReceiptV2(done.receiptId);
+    const v = await admin.verifyReceiptV2(done.receipt_id);
     expect(v.overall_status).toBe("valid");
     expect(v.integrity.status).toBe("valid");
     expect(JSON.stringify(v)).not.toMatch(/hmac-sha256:/);
-    const denied = await client.verifyReceiptV2(done.receiptId).catch((e) => e);
+    const denied = await client.verifyReceiptV2(done.receipt_id).catch((e) => e);
     expect(denied).toBeInstanceOf(ServiceApiError);
     expect(denied.statusCode).toBe(403);
   });
@@ -107,7 +114,7 @@ describe("ServiceClient", () => {
   it("issues, lists, verifies and revokes a public token; unavailable tokens get one sanitized error", async () => {
     const issued = await admin.issuePublicVerificationToken({
       artifactType: "receipt",
-      artifactId: done.receiptId,
+      artifactId: done.receipt_id,
     });
     expect(issued.token).toMatch(/^tgp_/);
     expect(issued.public_path).toBe(`/public/v2/verify/${issued.token}`);
@@ -139,15 +146,15 @@ describe("ServiceClient", () => {
     }
     await expect(anonymous.verifyPublicToken("")).rejects.toBeInstanceOf(VerificationError);
     await expect(
-      client.issuePublicVerificationToken({ artifactType: "receipt", artifactId: done.receiptId }),
+      client.issuePublicVerificationToken({ artifactType: "receipt", artifactId: done.receipt_id }),
     ).rejects.toMatchObject({ statusCode: 403 });
   });
 
   it("the legacy verifyReceipt still works and emits a DeprecationWarning", async () => {
     const spy = vi.spyOn(process, "emitWarning").mockImplementation(() => undefined);
     try {
-      const legacy = (await client.verifyReceipt(done.receiptId)) as { valid: boolean; receipt_id: string };
-      expect(legacy).toMatchObject({ receipt_id: done.receiptId, valid: true });
+      const legacy = (await client.verifyReceipt(done.receipt_id)) as { valid: boolean; receipt_id: string };
+      expect(legacy).toMatchObject({ receipt_id: done.receipt_id, valid: true });
       expect(spy).toHaveBeenCalledTimes(1);
       expect(spy.mock.calls[0]?.[1]).toMatchObject({
         type: "DeprecationWarning",
@@ -161,7 +168,7 @@ describe("ServiceClient", () => {
   it("validates identifiers before any request", async () => {
     await expect(client.getChain("")).rejects.toThrow(/chainId/);
     await expect(
-      admin.issuePublicVerificationToken({ artifactType: "chain" as never, artifactId: done.receiptId }),
+      admin.issuePublicVerificationToken({ artifactType: "chain" as never, artifactId: done.receipt_id }),
     ).rejects.toThrow(/artifactType/);
     expect(() => new ServiceClient({ apiKey: "", backendUrl: env.t.url })).toThrow(/apiKey/);
     expect(() => new ServiceClient({ apiKey: "tg_x", backendUrl: "file:///etc" })).toThrow(/backendUrl/);

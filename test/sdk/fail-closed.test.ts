@@ -54,7 +54,12 @@ afterAll(async () => env?.close());
 describe("hostile input to a denied action stays denied", () => {
   it("the custom rule denies the action with a clean payload", async () => {
     const err = await chain
-      .recordAgentAction("agent", "tool_call", "read_secret_store", { path: "/vault/prod" })
+      .recordAgentAction({
+        agentName: "agent",
+        actionType: "tool_call",
+        actionName: "read_secret_store",
+        payload: { path: "/vault/prod" },
+      })
       .catch((e) => e);
     expect(err).toBeInstanceOf(ActionDeniedError);
     expect(err.policyName).toBe("no-secret-store");
@@ -70,7 +75,12 @@ describe("hostile input to a denied action stays denied", () => {
     async (_name, payload, field, why) => {
       const before = await eventCount(chain.chainId!);
       const err = await chain
-        .recordAgentAction("agent", "tool_call", "read_secret_store", payload)
+        .recordAgentAction({
+          agentName: "agent",
+          actionType: "tool_call",
+          actionName: "read_secret_store",
+          payload,
+        })
         .catch((e) => e);
       expect(err).toBeInstanceOf(ServiceApiError);
       expect(err).not.toBeInstanceOf(BackendUnavailableError);
@@ -87,8 +97,13 @@ describe("hostile input to a denied action stays denied", () => {
     const config = env.config({ maxPayloadStringLength: 5 });
     const c = await new Chain("emoji", { config }).enter();
     // "abcd" + "😀" (two UTF-16 units): a cut at 5 units would leave a lone high surrogate.
-    const d = await c.recordAgentAction("agent", "tool_call", "read_file", { text: "abcd😀😀" });
-    expect(d.policyDecision).toBe("allow");
+    const d = await c.recordAgentAction({
+      agentName: "agent",
+      actionType: "tool_call",
+      actionName: "read_file",
+      payload: { text: "abcd😀😀" },
+    });
+    expect(d.policy_decision).toBe("allow");
     const stored = (await env.stored(c.chainId!)).events[0]!.payload.text as string;
     expect(stored.isWellFormed()).toBe(true);
     expect(stored.startsWith("abcd")).toBe(true);
@@ -213,7 +228,9 @@ describe("fail modes apply only when the backend is unreachable", () => {
       const proxy = await answering(status);
       try {
         const c = await chainAgainst(proxy.url, "allow");
-        const err = await c.recordAgentAction("agent", "tool_call", "read_secret_store").catch((e) => e);
+        const err = await c
+          .recordAgentAction({ agentName: "agent", actionType: "tool_call", actionName: "read_secret_store" })
+          .catch((e) => e);
         expect(err).toBeInstanceOf(ServiceApiError);
         expect(err.statusCode).toBe(status);
         expect(err.code).toBe(`TG_ERR_TEST_${status}`);
@@ -231,14 +248,14 @@ describe("fail modes apply only when the backend is unreachable", () => {
         res.end("<html>bad gateway</html>");
       });
       try {
-        const allowed = await (await chainAgainst(proxy.url, "allow")).recordAgentAction(
-          "a",
-          "tool_call",
-          "read_file",
-        );
-        expect(allowed).toMatchObject({ policyDecision: "allow_with_flag", decisionSource: "fail_mode" });
+        const allowed = await (await chainAgainst(proxy.url, "allow")).recordAgentAction({
+          agentName: "a",
+          actionType: "tool_call",
+          actionName: "read_file",
+        });
+        expect(allowed).toMatchObject({ policy_decision: "allow_with_flag", decision_source: "fail_mode" });
         const err = await (await chainAgainst(proxy.url, "deny"))
-          .recordAgentAction("a", "tool_call", "read_file")
+          .recordAgentAction({ agentName: "a", actionType: "tool_call", actionName: "read_file" })
           .catch((e) => e);
         expect(err).toBeInstanceOf(BackendUnavailableError);
         expect(err.message).toContain(`HTTP ${status}`);
@@ -252,7 +269,7 @@ describe("fail modes apply only when the backend is unreachable", () => {
     const closed = await serve(() => undefined);
     await closed.close();
     const err = await (await chainAgainst(closed.url, "deny"))
-      .recordAgentAction("a", "tool_call", "read_file")
+      .recordAgentAction({ agentName: "a", actionType: "tool_call", actionName: "read_file" })
       .catch((e) => e);
     expect(err).toBeInstanceOf(BackendUnavailableError);
     expect(err.message).toContain("ECONNREFUSED");
@@ -262,7 +279,7 @@ describe("fail modes apply only when the backend is unreachable", () => {
     const resetting = await serve((req) => req.socket.resetAndDestroy());
     try {
       const err = await (await chainAgainst(resetting.url, "deny"))
-        .recordAgentAction("a", "tool_call", "read_file")
+        .recordAgentAction({ agentName: "a", actionType: "tool_call", actionName: "read_file" })
         .catch((e) => e);
       expect(err).toBeInstanceOf(BackendUnavailableError);
       expect(err.message).toMatch(/ECONNRESET|UND_ERR_SOCKET/);
@@ -273,7 +290,7 @@ describe("fail modes apply only when the backend is unreachable", () => {
 
   it("DNS failure → the fail mode", async () => {
     const err = await (await chainAgainst("http://tollgate-test.invalid:8000", "deny"))
-      .recordAgentAction("a", "tool_call", "read_file")
+      .recordAgentAction({ agentName: "a", actionType: "tool_call", actionName: "read_file" })
       .catch((e) => e);
     expect(err).toBeInstanceOf(BackendUnavailableError);
     expect(err.message).toMatch(/ENOTFOUND|EAI_AGAIN|EAI_NONAME/);
@@ -283,7 +300,9 @@ describe("fail modes apply only when the backend is unreachable", () => {
     const silent = await serve(() => undefined); // reads the request, never answers
     try {
       const c = await chainAgainst(silent.url, "deny", 0.3);
-      const err = await c.recordAgentAction("a", "tool_call", "read_file").catch((e) => e);
+      const err = await c
+        .recordAgentAction({ agentName: "a", actionType: "tool_call", actionName: "read_file" })
+        .catch((e) => e);
       expect(err).toBeInstanceOf(BackendUnavailableError);
       expect(err.message).toMatch(/no response from the governance service within 0.3 s/);
     } finally {

@@ -25,7 +25,11 @@ beforeAll(async () => {
   chains.custom = await new Chain("fm-custom", {
     config: env.config({ failModes: { financial: "allow", default: "deny", llm_call: "allow" } }),
   }).enter();
-  await chains.defaults.recordAgentAction("reader", "tool_call", "read_file");
+  await chains.defaults.recordAgentAction({
+    agentName: "reader",
+    actionType: "tool_call",
+    actionName: "read_file",
+  });
   // Stop the service: from here on every request fails to connect.
   await env.t.service.close();
 });
@@ -37,7 +41,12 @@ describe("fail modes with the service stopped", () => {
   it("the service defaults deny financial actions with BackendUnavailableError", async () => {
     expect(DEFAULT_FAIL_MODES.financial).toBe("deny");
     const err = await chains
-      .defaults!.recordAgentAction("payer", "tool_call", "pay", { amount_usd: 10 })
+      .defaults!.recordAgentAction({
+        agentName: "payer",
+        actionType: "tool_call",
+        actionName: "pay",
+        payload: { amount_usd: 10 },
+      })
       .catch((e) => e);
     expect(isUnavailable(err)).toBe(true);
     expect(err.category).toBe("financial");
@@ -45,48 +54,74 @@ describe("fail modes with the service stopped", () => {
     expect(err.message).toMatch(/cannot reach the governance service/);
     expect(err.message).toMatch(/fail mode deny/);
     const ext = await chains
-      .defaults!.recordAgentAction("mailer", "tool_call", "send_email", { to: "someone@outside.example" })
+      .defaults!.recordAgentAction({
+        agentName: "mailer",
+        actionType: "tool_call",
+        actionName: "send_email",
+        payload: { to: "someone@outside.example" },
+      })
       .catch((e) => e);
     expect(isUnavailable(ext)).toBe(true);
     expect(ext.category).toBe("external_communication");
   });
 
-  it("the service defaults allow other actions, flagged, with eventId null", async () => {
-    const d = await chains.defaults!.recordAgentAction("reader", "tool_call", "read_file", {
-      path: "/tmp/x",
+  it("the service defaults allow other actions, flagged, with event_id null", async () => {
+    const d = await chains.defaults!.recordAgentAction({
+      agentName: "reader",
+      actionType: "tool_call",
+      actionName: "read_file",
+      payload: {
+        path: "/tmp/x",
+      },
     });
     expect(d).toMatchObject({
-      policyDecision: "allow_with_flag",
+      policy_decision: "allow_with_flag",
       flagged: true,
-      decisionSource: "fail_mode",
-      eventId: null,
+      decision_source: "fail_mode",
+      event_id: null,
       category: "default",
-      policyName: "fail_modes.default",
+      policy_name: "fail_modes.default",
     });
-    expect(d.decisionReason).toMatch(/Backend unavailable/);
-    expect(d.decisionReason).toMatch(/fail mode allow/);
-    const llm = await chains.defaults!.recordAgentAction("writer", "llm_call", "gpt", { input_tokens: 10 });
-    expect(llm).toMatchObject({ policyDecision: "allow_with_flag", category: "llm_call", eventId: null });
+    expect(d.decision_reason).toMatch(/Backend unavailable/);
+    expect(d.decision_reason).toMatch(/fail mode allow/);
+    const llm = await chains.defaults!.recordAgentAction({
+      agentName: "writer",
+      actionType: "llm_call",
+      actionName: "gpt",
+      payload: { input_tokens: 10 },
+    });
+    expect(llm).toMatchObject({ policy_decision: "allow_with_flag", category: "llm_call", event_id: null });
   });
 
   it("the legacy failMode is fail_modes with only default", async () => {
-    const err = await chains.legacy!.recordAgentAction("reader", "tool_call", "read_file").catch((e) => e);
+    const err = await chains
+      .legacy!.recordAgentAction({ agentName: "reader", actionType: "tool_call", actionName: "read_file" })
+      .catch((e) => e);
     expect(isUnavailable(err)).toBe(true);
     expect(err.category).toBe("default");
     expect(err.failModeKey).toBe("default");
-    const llm = await chains.legacy!.recordAgentAction("writer", "llm_call", "gpt").catch((e) => e);
+    const llm = await chains
+      .legacy!.recordAgentAction({ agentName: "writer", actionType: "llm_call", actionName: "gpt" })
+      .catch((e) => e);
     expect(isUnavailable(llm)).toBe(true);
     expect(llm.failModeKey).toBe("default");
   });
 
   it("failModes apply per category, then their default", async () => {
-    const pay = await chains.custom!.recordAgentAction("payer", "tool_call", "pay", { amount_usd: 10 });
-    expect(pay).toMatchObject({
-      policyDecision: "allow_with_flag",
-      category: "financial",
-      policyName: "fail_modes.financial",
+    const pay = await chains.custom!.recordAgentAction({
+      agentName: "payer",
+      actionType: "tool_call",
+      actionName: "pay",
+      payload: { amount_usd: 10 },
     });
-    const read = await chains.custom!.recordAgentAction("reader", "tool_call", "read_file").catch((e) => e);
+    expect(pay).toMatchObject({
+      policy_decision: "allow_with_flag",
+      category: "financial",
+      policy_name: "fail_modes.financial",
+    });
+    const read = await chains
+      .custom!.recordAgentAction({ agentName: "reader", actionType: "tool_call", actionName: "read_file" })
+      .catch((e) => e);
     expect(isUnavailable(read)).toBe(true);
     expect(read.failModeKey).toBe("default");
   });

@@ -192,8 +192,8 @@ describe("sdk/langgraph govern()", () => {
     await governed.invoke({ messages: [new HumanMessage("pay acme")] });
     expect(ran.pay).toEqual([7500]);
     expect(ticker.sleeps).toEqual([5000, 5000]);
-    const rec = governed.lastHandler!.recorded.find((r) => r.actionName === "pay_invoice");
-    expect(rec?.decision.decisionSource).toBe("human_approval");
+    const rec = governed.lastHandler!.recorded.find((r) => r.action_name === "pay_invoice");
+    expect(rec?.decision.decision_source).toBe("human_approval");
   });
 
   it("stream() yields the graph's updates inside a chain and completes it", async () => {

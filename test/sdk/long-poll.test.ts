@@ -33,7 +33,12 @@ async function held(n = 1): Promise<void> {
 
 /** Records a 7,500 USD payment (requires approval); resolves with the approval id once pending. */
 async function gate(chain: Chain) {
-  const decision = chain.recordAgentAction("payer", "tool_call", "pay", { amount_usd: 7500 });
+  const decision = chain.recordAgentAction({
+    agentName: "payer",
+    actionType: "tool_call",
+    actionName: "pay",
+    payload: { amount_usd: 7500 },
+  });
   decision.catch(() => undefined);
   const deadline = performance.now() + 10_000;
   for (;;) {
@@ -63,7 +68,11 @@ describe("approval long-poll", () => {
     await env.decide(approvalId, { decision: "approve" });
     const d = await decision;
     const resumedMs = performance.now() - t0;
-    expect(d).toMatchObject({ policyDecision: "allow", decisionSource: "human_approval", approvalId });
+    expect(d).toMatchObject({
+      policy_decision: "allow",
+      decision_source: "human_approval",
+      approval_id: approvalId,
+    });
     expect(resumedMs).toBeLessThan(4000);
     // Each poll asked the service to hold it for the 5 s interval.
     expect(polls(/approval-status\?approval_id=[0-9a-f-]{36}&wait=5 HTTP/)).toBeGreaterThanOrEqual(1);
@@ -103,7 +112,7 @@ describe("approval long-poll", () => {
       const t0 = performance.now();
       await new Promise((r) => setTimeout(r, 3200));
       await env.decide(approvalId, { decision: "approve" });
-      expect((await decision).decisionSource).toBe("human_approval");
+      expect((await decision).decision_source).toBe("human_approval");
       const elapsed = performance.now() - t0;
       const sent = polls() - before;
       expect(sent).toBeGreaterThanOrEqual(1);

@@ -85,7 +85,7 @@ describe("McpAdapter with McpServer and Client (InMemoryTransport)", () => {
       })) as TextResult;
       expect(approved.content[0]?.text).toBe("paid 700");
       expect(paid).toEqual([700]);
-      expect(adapter.lastDecision?.decisionSource).toBe("human_approval");
+      expect(adapter.lastDecision?.decision_source).toBe("human_approval");
 
       const stored = await env.stored(chain.chainId!);
       expect(

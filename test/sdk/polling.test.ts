@@ -52,7 +52,12 @@ describe("approval polling", () => {
     const chain = await new Chain("polling", { config }).enter();
     vi.useFakeTimers({ toFake: ["setTimeout", "clearTimeout"] });
     const polls = () => proxy.count(/^GET \/v1\/chains\/[^/]+\/approval-status/);
-    const pending = chain.recordAgentAction("payer", "tool_call", "pay", { amount_usd: 7500 });
+    const pending = chain.recordAgentAction({
+      agentName: "payer",
+      actionType: "tool_call",
+      actionName: "pay",
+      payload: { amount_usd: 7500 },
+    });
     let settled = false;
     void pending.then(
       () => {
@@ -80,7 +85,7 @@ describe("approval polling", () => {
     await env.decide(st.json().approval.approval_id, { decision: "approve" });
     await vi.advanceTimersByTimeAsync(5000);
     const decision = await pending;
-    expect(decision).toMatchObject({ policyDecision: "allow", decisionSource: "human_approval" });
+    expect(decision).toMatchObject({ policy_decision: "allow", decision_source: "human_approval" });
     expect(polls()).toBe(5);
     expect(sleeps).toEqual([5000, 5000, 5000, 5000, 5000]);
     vi.useRealTimers();

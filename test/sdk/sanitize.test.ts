@@ -78,8 +78,13 @@ describe("payload sanitization", () => {
       input_tokens: 100,
       path: "/reports/q3.pdf",
     };
-    const d = await chain.recordAgentAction("reader", "tool_call", "read_file", payload);
-    expect(d.policyDecision).toBe("allow");
+    const d = await chain.recordAgentAction({
+      agentName: "reader",
+      actionType: "tool_call",
+      actionName: "read_file",
+      payload,
+    });
+    expect(d.policy_decision).toBe("allow");
 
     const R = "[REDACTED]";
     const expected = {
@@ -128,9 +133,14 @@ describe("payload sanitization", () => {
     const chain = await new Chain("sanitize-default-length", {
       config: env.config({ backendUrl: proxy.url }),
     }).enter();
-    await chain.recordAgentAction("reader", "tool_call", "read_file", {
-      body: "y".repeat(1001),
-      ok: "y".repeat(1000),
+    await chain.recordAgentAction({
+      agentName: "reader",
+      actionType: "tool_call",
+      actionName: "read_file",
+      payload: {
+        body: "y".repeat(1001),
+        ok: "y".repeat(1000),
+      },
     });
     const stored = await env.stored(chain.chainId!);
     expect(stored.events[0]?.payload).toEqual({

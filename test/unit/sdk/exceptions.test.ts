@@ -16,7 +16,7 @@ import {
 import { realSleep } from "../../../src/sdk/sleep.js";
 
 const decision = fromWire(WireDecisionSchema.parse({ policy_decision: "deny", kill_switch_active: true }), {
-  eventId: "e1",
+  event_id: "e1",
 });
 
 describe("error hierarchy (spec: Errors)", () => {
@@ -63,29 +63,29 @@ describe("error hierarchy (spec: Errors)", () => {
 });
 
 describe("decisions", () => {
-  it("fills every spec default and camelCases the fields", () => {
+  it("fills every spec default and keeps the wire's snake_case names", () => {
     const d = fromWire(WireDecisionSchema.parse({ policy_decision: "allow_with_flag" }), {
-      eventId: "e",
+      event_id: "e",
       sequence: 3,
       category: "default",
     });
     expect(d).toEqual({
-      policyDecision: "allow_with_flag",
-      decisionReason: "",
-      decisionSource: "backend_evaluation",
-      policyName: null,
-      killSwitchActive: false,
-      pauseReason: null,
+      policy_decision: "allow_with_flag",
+      decision_reason: "",
+      decision_source: "backend_evaluation",
+      policy_name: null,
+      kill_switch_active: false,
+      pause_reason: null,
       remediation: null,
-      docsUrl: null,
-      evaluationMode: null,
-      shadowDecision: null,
-      estimatedCostUsd: null,
-      autoPaused: false,
-      eventId: "e",
+      docs_url: null,
+      evaluation_mode: null,
+      shadow_decision: null,
+      estimated_cost_usd: null,
+      auto_paused: false,
+      event_id: "e",
       sequence: 3,
-      approvalId: null,
-      exceptionId: null,
+      approval_id: null,
+      exception_id: null,
       category: "default",
       flagged: true,
     });
@@ -94,12 +94,12 @@ describe("decisions", () => {
   it("the fail-mode allow is flagged, unrecorded and says why", () => {
     const d = failModeAllowDecision("default", "default", "connection refused");
     expect(d).toMatchObject({
-      policyDecision: "allow_with_flag",
+      policy_decision: "allow_with_flag",
       flagged: true,
-      eventId: null,
-      decisionSource: "fail_mode",
+      event_id: null,
+      decision_source: "fail_mode",
     });
-    expect(d.decisionReason).toContain("Backend unavailable (connection refused)");
+    expect(d.decision_reason).toContain("Backend unavailable (connection refused)");
   });
 });
 
