@@ -37,7 +37,7 @@ import type { V1Namespace } from "./kube/k8s.js";
 import { LeaderElector, type Lease } from "./leader/lease.js";
 import { createOperatorLogger } from "./log.js";
 import { createOperatorMetrics, type OperatorMetrics } from "./metrics.js";
-import { ServiceClient, tokenFromFile } from "./service/client.js";
+import { AdminApiClient, tokenFromFile } from "./service/client.js";
 import { serviceDnsNames } from "./webhook/certs.js";
 import { Labels, type NamespaceLike } from "./webhook/patch.js";
 import { startWebhookServer } from "./webhook/server.js";
@@ -93,7 +93,7 @@ export async function startOperator(opts: StartOperatorOptions): Promise<Running
   const clients = loadKubeClients(config.kubeconfigPath);
   const { kc, core, json } = clients;
   const metrics = createOperatorMetrics({ defaultMetrics: opts.defaultMetrics });
-  const service = new ServiceClient({
+  const service = new AdminApiClient({
     baseUrl: config.serviceUrl,
     token: tokenFromFile(config.adminTokenFile),
   });
@@ -294,7 +294,7 @@ export async function startOperator(opts: StartOperatorOptions): Promise<Running
 interface ControllerDeps {
   config: OperatorConfig;
   clients: ReturnType<typeof loadKubeClients>;
-  service: ServiceClient;
+  service: AdminApiClient;
   events: EventRecorder;
   namespaces: RunningInformer<V1Namespace>;
   metrics: OperatorMetrics;

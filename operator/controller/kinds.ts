@@ -14,7 +14,7 @@ import type {
   TollgateResource,
 } from "../crds/schema.js";
 import type { RunningInformer } from "../kube/informer.js";
-import type { ServiceClient } from "../service/client.js";
+import type { AdminApiClient } from "../service/client.js";
 import { isSynced, needsReconcile, Reason, type ReconcileOutcome } from "./conditions.js";
 import type { KindHandler } from "./resource.js";
 
@@ -22,7 +22,7 @@ export type OrganizationResource = TollgateResource<OrganizationSpec>;
 
 /** What the handlers share: the service, the Organization cache and a way to enqueue keys. */
 export interface HandlerDeps {
-  service: ServiceClient;
+  service: AdminApiClient;
   organizations: RunningInformer<OrganizationResource>;
   /** Enqueues dependents of an organization (policies, teams, namespaces) that need work. */
   enqueueDependents(org: OrganizationResource): void;

@@ -16,7 +16,7 @@ import { describeKubeError, finalizersPatch, isNotFound, statusOf } from "../kub
 import type { EventRecorder } from "../kube/events.js";
 import type { RunningInformer } from "../kube/informer.js";
 import type { CoreV1Api, V1Namespace, V1Secret } from "../kube/k8s.js";
-import { type ServiceClient, ServiceError } from "../service/client.js";
+import { type AdminApiClient, ServiceError } from "../service/client.js";
 import { API_KEY_SECRET, API_KEY_SECRET_KEY, Labels } from "../webhook/patch.js";
 import { isSynced } from "./conditions.js";
 import type { ReconcileReply, Reconciler } from "./controller.js";
@@ -60,7 +60,7 @@ export interface NamespaceReconcilerOptions {
   core: CoreV1Api;
   namespaces: RunningInformer<V1Namespace>;
   organizations: RunningInformer<OrganizationResource>;
-  service: ServiceClient;
+  service: AdminApiClient;
   events: EventRecorder;
   log: Logger;
   /** Delay before checking again while the organization is not synced (ms, default 30 000). */
@@ -166,7 +166,7 @@ export class NamespaceReconciler implements Reconciler {
   /** Revokes every active key named for `namespace` in each of the given organizations. */
   private async revokeAll(namespace: string, slugs: Array<string | undefined>): Promise<void> {
     for (const slug of new Set(slugs.filter((s): s is string => Boolean(s)))) {
-      let keys: Awaited<ReturnType<ServiceClient["listApiKeys"]>>;
+      let keys: Awaited<ReturnType<AdminApiClient["listApiKeys"]>>;
       try {
         keys = await this.o.service.listApiKeys(slug);
       } catch (err) {

@@ -5,8 +5,10 @@
  * zod schema; status (observedGeneration, Ready, Synced) is written through the status
  * subresource only when it changes; Events record failures and recoveries.
  */
+
 import type { Logger } from "pino";
 import type { z } from "zod";
+import { ApiErrorCode } from "../../src/contract/v1/errors.js";
 import { FINALIZER, type KindDefinition, type TollgateResource } from "../crds/schema.js";
 import {
   describeKubeError,
@@ -59,7 +61,7 @@ export function classifyFailure(err: unknown): { reason: Reason; message: string
   if (err instanceof ServiceError) {
     if (err.status === 400 || err.status === 422)
       return { reason: Reason.ServiceRejected, message: err.message };
-    if (err.status === 404 && err.code === "TG_ERR_NOT_FOUND")
+    if (err.status === 404 && err.code === ApiErrorCode.NOT_FOUND)
       return { reason: Reason.OrganizationNotFound, message: err.message };
     return { reason: Reason.ServiceUnavailable, message: err.message };
   }

@@ -55,8 +55,8 @@ export function tokenFromFile(file: string, maxAgeMs = 5_000): () => Promise<str
   };
 }
 
-/** Options of {@link ServiceClient}. */
-export interface ServiceClientOptions {
+/** Options of {@link AdminApiClient}. */
+export interface AdminApiClientOptions {
   /** Base URL of the service, e.g. http://tollgate.tollgate-system.svc:8000. */
   baseUrl: string;
   /** Returns the service admin token. */
@@ -81,14 +81,14 @@ export type ApiKeyInfo = z.infer<typeof KeyList>["api_keys"][number];
 const seg = encodeURIComponent;
 
 /** The admin API calls the operator makes. Every method is idempotent except createApiKey. */
-export class ServiceClient {
+export class AdminApiClient {
   private readonly base: URL;
   private readonly basePath: string;
   private readonly timeoutMs: number;
   private readonly transport: typeof http | typeof https;
   private readonly agent: http.Agent;
 
-  constructor(private readonly opts: ServiceClientOptions) {
+  constructor(private readonly opts: AdminApiClientOptions) {
     this.base = new URL(opts.baseUrl);
     this.basePath = this.base.pathname.replace(/\/+$/, "");
     this.timeoutMs = opts.timeoutMs ?? 10_000;

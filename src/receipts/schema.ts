@@ -19,7 +19,7 @@
  *   outside the service.
  */
 import { z } from "zod";
-import { EventOutcomeSchema } from "../contract/v1/wire.js";
+import { EventOutcomeSchema, ExceptionDurationSchema } from "../contract/v1/wire.js";
 import { parseReceiptNumber } from "./number.js";
 
 /**
@@ -78,10 +78,6 @@ export const Ed25519SignatureSchema = z
 
 /** Identifier of an Ed25519 key (ours: 16 lowercase hex, see `ed25519.ts`). */
 export const KeyIdSchema = z.string().min(1).max(128);
-
-/** The time-boxed exception durations (spec: "Time-boxed exception"). */
-export const ExceptionDurationSchema = z.enum(["1h", "1d", "1w", "1m"]);
-export type ExceptionDuration = z.infer<typeof ExceptionDurationSchema>;
 
 /** Sums over the chain (spec: Receipt, cumulative_metrics fields). */
 export const CumulativeMetricsSchema = signedObject({

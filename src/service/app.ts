@@ -3,43 +3,44 @@
  * server.ts/main.ts the entry point). Everything is injected so tests run it with a real
  * database and a manual clock.
  */
+
 import Fastify, { type FastifyError, type FastifyInstance } from "fastify";
 import {
   hasZodFastifySchemaValidationErrors,
   serializerCompiler,
   validatorCompiler,
 } from "fastify-type-provider-zod";
+import { ApiErrorCode } from "../contract/v1/errors.js";
 import { MAX_BODY_BYTES } from "../contract/v1/limits.js";
+import { VERSION } from "../version.js";
+import { ApprovalListener } from "./approvals/listener.js";
+import { approvalRoutes } from "./approvals/routes.js";
+import { escalateApprovalJob, timeoutApprovalJob } from "./approvals/timers.js";
+import { ApprovalWaiters } from "./approvals/waiters.js";
 import { API_KEY_PREFIX, ApiKeyCache, authenticate, bearerOf } from "./auth.js";
 import { rejectUnsafeInput, requirePrincipal } from "./boundary.js";
+import { outcomeRoutes } from "./chains/outcomes.js";
+import { RecordBatcher } from "./chains/record-batch.js";
+import { chainRoutes } from "./chains/routes.js";
+import { ChainSnapshotCache } from "./chains/snapshot-cache.js";
 import { type Clock, systemClock } from "./clock.js";
-import type { ServiceContext } from "./context.js";
 import { dashboardPlugin } from "./dashboard/plugin.js";
 import type { Database } from "./db/pool.js";
-import { ApprovalListener } from "./approvals/listener.js";
-import { ApprovalWaiters } from "./approvals/waiters.js";
-import { escalateApprovalJob, timeoutApprovalJob } from "./approvals/decide.js";
-import { ChainStateCache } from "./chains/snapshot-cache.js";
-import { type JobHandler, Scheduler } from "./jobs.js";
-import { SigningKeys } from "./receipts/signing-keys.js";
-import { OrgConfigCache } from "./orgs/orgs.js";
-import { RecordBatcher } from "./chains/record-batch.js";
 import { ApiError, errorBody } from "./errors.js";
+import { healthRoutes } from "./health.js";
+import { type JobHandler, Scheduler } from "./jobs.js";
 import { createLogger, type Logger, lazyChildLogger, safeUrl } from "./logger.js";
 import { createMetrics } from "./metrics.js";
 import { createOutboxWorker, type SmtpConfig } from "./notify/index.js";
 import type { OidcConfig } from "./oidc/settings.js";
-import { adminRoutes } from "./orgs/admin-routes.js";
-import { approvalRoutes } from "./approvals/routes.js";
-import { chainRoutes } from "./chains/routes.js";
-import { healthRoutes } from "./health.js";
 import { openApiPlugin } from "./openapi.js";
-import { outcomeRoutes } from "./chains/outcomes.js";
+import { adminRoutes } from "./orgs/admin-routes.js";
+import { OrgConfigCache } from "./orgs/orgs.js";
+import type { ServiceParts } from "./parts.js";
 import { verificationRoutes } from "./receipts/routes.js";
+import { SigningKeys } from "./receipts/signing-keys.js";
 import { deriveKey } from "./secrets.js";
 import { registerRequestTracing } from "./tracing.js";
-import "./context.js";
-import { VERSION } from "../version.js";
 
 /** Options of buildService. Secrets: masterKey, adminToken. */
 export interface ServiceOptions {
@@ -66,7 +67,7 @@ export interface ServiceOptions {
 /** A built service: the Fastify app, its context, the job handlers and a close function. */
 export interface Service {
   app: FastifyInstance;
-  ctx: ServiceContext;
+  ctx: ServiceParts;
   jobHandlers: Record<string, JobHandler>;
   /** Stops the scheduler and closes the HTTP server (not the database). */
   close(): Promise<void>;
@@ -76,15 +77,15 @@ export interface Service {
 export async function buildService(opts: ServiceOptions): Promise<Service> {
   const clock = opts.clock ?? systemClock;
   const log = opts.log ?? createLogger({ level: "silent" });
-  const ctx: ServiceContext = {
+  const ctx: ServiceParts = {
     db: opts.db,
     clock,
     log,
     configs: new OrgConfigCache(),
-    chains: new ChainStateCache(),
+    chainSnapshots: new ChainSnapshotCache(),
     recordWriter: new RecordBatcher(opts.db),
     apiKeys: new ApiKeyCache(),
-    keys: new SigningKeys(opts.db, opts.masterKey, clock),
+    signingKeys: new SigningKeys(opts.db, opts.masterKey, clock),
     approvalWaiters: new ApprovalWaiters(),
     metrics: createMetrics(opts.db, { defaultMetrics: opts.defaultMetrics }),
     receiptHmacKey: deriveKey(opts.masterKey, "receipt-hmac"),
@@ -105,7 +106,6 @@ export async function buildService(opts: ServiceOptions): Promise<Service> {
   });
   app.setValidatorCompiler(validatorCompiler);
   app.setSerializerCompiler(serializerCompiler);
-  app.decorate("tg", ctx);
   app.decorateRequest("principal", null);
 
   // First: authentication's queries belong to the request's span.
@@ -119,7 +119,7 @@ export async function buildService(opts: ServiceOptions): Promise<Service> {
         ? await ctx.apiKeys.resolve(ctx.db, secret, clock.nowMs())
         : await authenticate(ctx.db, secret, ctx.adminToken, clock.nowMs());
     if (secret && !req.principal)
-      throw new ApiError(401, "TG_ERR_UNAUTHENTICATED", "The API key or session is invalid or revoked");
+      throw new ApiError(401, ApiErrorCode.UNAUTHENTICATED, "The API key or session is invalid or revoked");
   });
   app.addHook("onRequest", requirePrincipal);
   app.addHook("preValidation", rejectUnsafeInput);
@@ -151,32 +151,69 @@ export async function buildService(opts: ServiceOptions): Promise<Service> {
       const first = issues[0]!;
       return reply
         .code(400)
-        .send(errorBody(400, "TG_ERR_VALIDATION", `${first.path}: ${first.message}`, { issues }));
+        .send(errorBody(400, ApiErrorCode.VALIDATION, `${first.path}: ${first.message}`, { issues }));
     }
     const status = err.statusCode ?? 500;
     if (status >= 500) {
       req.log.error({ err }, "request failed");
-      return reply.code(status).send(errorBody(status, "TG_ERR_INTERNAL", "Internal error"));
+      return reply.code(status).send(errorBody(status, ApiErrorCode.INTERNAL, "Internal error"));
     }
-    return reply.code(status).send(errorBody(status, err.code ?? "TG_ERR_REQUEST", err.message));
+    return reply.code(status).send(errorBody(status, err.code ?? ApiErrorCode.REQUEST, err.message));
   });
   app.setNotFoundHandler((req, reply) =>
     reply
       .code(404)
-      .send(errorBody(404, "TG_ERR_NOT_FOUND", `Route ${req.method} ${safeUrl(req.url)} not found`)),
+      .send(errorBody(404, ApiErrorCode.NOT_FOUND, `Route ${req.method} ${safeUrl(req.url)} not found`)),
   );
 
   await app.register(openApiPlugin, { version: VERSION });
-  await app.register(healthRoutes, { isShuttingDown: () => shuttingDown });
-  await app.register(chainRoutes);
-  await app.register(approvalRoutes);
-  await app.register(adminRoutes);
-  await app.register(outcomeRoutes);
-  await app.register(verificationRoutes);
-  await app.register(dashboardPlugin, { oidc: opts.oidc });
+  // Each plugin gets the parts it declares, nothing more (the master key and admin token stay here).
+  const { db, metrics, signingKeys, configs, apiKeys, approvalWaiters: waiters } = ctx;
+  await app.register(healthRoutes, { db, metrics, isShuttingDown: () => shuttingDown });
+  await app.register(chainRoutes, {
+    db,
+    clock,
+    metrics,
+    configs,
+    snapshots: ctx.chainSnapshots,
+    writer: ctx.recordWriter,
+    apiKeys,
+    signingKeys,
+    waiters,
+    receiptHmacKey: ctx.receiptHmacKey,
+  });
+  await app.register(approvalRoutes, { db, clock, metrics, signingKeys, waiters });
+  await app.register(adminRoutes, { db, clock, configs, apiKeys });
+  await app.register(outcomeRoutes, { db });
+  await app.register(verificationRoutes, {
+    db,
+    clock,
+    metrics,
+    signingKeys,
+    receiptHmacKey: ctx.receiptHmacKey,
+    publicUrl: ctx.publicUrl,
+  });
+  await app.register(dashboardPlugin, {
+    oidc: opts.oidc,
+    ctx: {
+      db,
+      clock,
+      log,
+      metrics,
+      signingKeys,
+      apiKeys,
+      approvalWaiters: waiters,
+      receiptHmacKey: ctx.receiptHmacKey,
+      linkKey: ctx.linkKey,
+      masterKey: ctx.masterKey,
+      adminToken: ctx.adminToken,
+      publicUrl: ctx.publicUrl,
+    },
+  });
 
   const jobHandlers: Record<string, JobHandler> = {
-    approval_timeout: (p, now) => timeoutApprovalJob(ctx.db, String(p.approval_id), now, ctx.keys),
+    approval_timeout: (p, now) =>
+      timeoutApprovalJob({ db, signingKeys, waiters }, String(p.approval_id), now),
     approval_escalation: async (p, now) => {
       await escalateApprovalJob(ctx.db, String(p.approval_id), now);
     },

@@ -45,6 +45,17 @@ export function bearerOf(req: FastifyRequest): string | null {
   return cookie ?? null;
 }
 
+declare module "fastify" {
+  interface FastifyRequest {
+    /** Who is calling, resolved by the service's onRequest hook; null without credentials. */
+    principal: Principal | null;
+  }
+  interface FastifyContextConfig {
+    /** The route re-checks the API key inside its own write, so the key may come from ApiKeyCache. */
+    cachedApiKey?: boolean;
+  }
+}
+
 /** Resolves a bearer secret to a principal; null when unknown, revoked or expired. */
 export async function authenticate(
   q: Queryable,
@@ -126,6 +137,22 @@ export async function revokeApiKey(
   );
   cache.invalidate(opts.keyId);
   return Boolean(rowCount);
+}
+
+/** The API keys of an organization, oldest first, without secrets (the admin API's and dashboard's list). */
+export async function listApiKeys(q: Queryable, orgId: string) {
+  const { rows } = await q.query(
+    "SELECT id, name, role, prefix, created_at, revoked_at FROM api_keys WHERE org_id = $1 ORDER BY created_at",
+    [orgId],
+  );
+  return rows.map((r) => ({
+    key_id: r.id as string,
+    name: r.name as string,
+    role: r.role as string,
+    prefix: r.prefix as string,
+    created_at: new Date(r.created_at).toISOString(),
+    revoked_at: r.revoked_at ? new Date(r.revoked_at).toISOString() : null,
+  }));
 }
 
 /** Creates an API key; returns the plaintext once (spec: shown once, stored as a hash). */

@@ -9,7 +9,9 @@
  * What passes here can be stored by PostgreSQL, canonicalized for signing and walked by the
  * policy engine, so no such input can end in a 500 — or in a client's fail mode.
  */
+
 import type { FastifyRequest } from "fastify";
+import { ApiErrorCode } from "../contract/v1/errors.js";
 import { findUnsafeValue, pointerToPath } from "../contract/v1/json-safety.js";
 import { ApiError, unauthorized } from "./errors.js";
 
@@ -36,6 +38,6 @@ export async function rejectUnsafeInput(req: FastifyRequest): Promise<void> {
     if (!unsafe) continue;
     const path = [location, pointerToPath(unsafe.pointer)].filter(Boolean).join(".");
     const issue = { path, pointer: unsafe.pointer, location, message: unsafe.reason };
-    throw new ApiError(400, "TG_ERR_VALIDATION", `${path}: ${unsafe.reason}`, { issues: [issue] });
+    throw new ApiError(400, ApiErrorCode.VALIDATION, `${path}: ${unsafe.reason}`, { issues: [issue] });
   }
 }

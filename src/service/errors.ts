@@ -3,10 +3,13 @@
  * `{ "statusCode": 409, "code": "TG_ERR_CHAIN_COMPLETED", "error": "Conflict", "message": "...",
  *    "details": { ... } }`. 5xx responses never carry internal messages.
  */
+import { ApiErrorCode } from "../contract/v1/errors.js";
+
+/** An API error: an HTTP status, one of the contract's codes, a message, optional details. */
 export class ApiError extends Error {
   constructor(
     readonly statusCode: number,
-    readonly code: string,
+    readonly code: ApiErrorCode,
     message: string,
     readonly details?: Record<string, unknown>,
   ) {
@@ -16,13 +19,13 @@ export class ApiError extends Error {
 }
 
 export const badRequest = (message: string, details?: Record<string, unknown>) =>
-  new ApiError(400, "TG_ERR_VALIDATION", message, details);
+  new ApiError(400, ApiErrorCode.VALIDATION, message, details);
 export const unauthorized = (message = "A valid API key or session is required") =>
-  new ApiError(401, "TG_ERR_UNAUTHENTICATED", message);
+  new ApiError(401, ApiErrorCode.UNAUTHENTICATED, message);
 export const forbidden = (message = "Your role does not allow this") =>
-  new ApiError(403, "TG_ERR_FORBIDDEN", message);
-export const notFound = (what: string) => new ApiError(404, "TG_ERR_NOT_FOUND", `${what} not found`);
-export const conflict = (code: string, message: string, details?: Record<string, unknown>) =>
+  new ApiError(403, ApiErrorCode.FORBIDDEN, message);
+export const notFound = (what: string) => new ApiError(404, ApiErrorCode.NOT_FOUND, `${what} not found`);
+export const conflict = (code: ApiErrorCode, message: string, details?: Record<string, unknown>) =>
   new ApiError(409, code, message, details);
 
 const reasonPhrases: Record<number, string> = {

@@ -1,19 +1,29 @@
 /** Liveness, readiness and Prometheus metrics. */
 import type { FastifyPluginAsync } from "fastify";
+import type { Database } from "./db/pool.js";
+import type { Metrics } from "./metrics.js";
 
-export const healthRoutes: FastifyPluginAsync<{ isShuttingDown: () => boolean }> = async (app, opts) => {
+/** What the health routes use. */
+export interface HealthRouteDeps {
+  db: Database;
+  metrics: Metrics;
+  isShuttingDown: () => boolean;
+}
+
+/** GET /healthz (liveness), GET /readyz (readiness: the database answers), GET /metrics (Prometheus). */
+export const healthRoutes: FastifyPluginAsync<HealthRouteDeps> = async (app, opts) => {
   app.get("/healthz", async () => ({ status: "ok" }));
   app.get("/readyz", async (_req, reply) => {
     if (opts.isShuttingDown()) return reply.code(503).send({ status: "shutting_down" });
     try {
-      await app.tg.db.query("SELECT 1");
+      await opts.db.query("SELECT 1");
       return { status: "ready" };
     } catch {
       return reply.code(503).send({ status: "database_unavailable" });
     }
   });
   app.get("/metrics", async (_req, reply) => {
-    reply.header("content-type", app.tg.metrics.registry.contentType);
-    return app.tg.metrics.registry.metrics();
+    reply.header("content-type", opts.metrics.registry.contentType);
+    return opts.metrics.registry.metrics();
   });
 };

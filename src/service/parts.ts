@@ -1,30 +1,34 @@
 /**
- * What every route needs, built once per service instance and decorated onto Fastify.
+ * The parts of one running governance service, built once by app.ts `buildService` (the
+ * composition root) and handed out by name: each route plugin declares in its options exactly
+ * the parts it uses. The whole record is returned to the caller of buildService (tests, main.ts);
+ * it is not decorated onto Fastify.
  */
+import type { ApprovalWaiters } from "./approvals/waiters.js";
 import type { ApiKeyCache } from "./auth.js";
+import type { RecordBatcher } from "./chains/record-batch.js";
+import type { ChainSnapshotCache } from "./chains/snapshot-cache.js";
 import type { Clock } from "./clock.js";
 import type { Database } from "./db/pool.js";
-import type { ApprovalWaiters } from "./approvals/waiters.js";
-import type { ChainStateCache } from "./chains/snapshot-cache.js";
-import type { SigningKeys } from "./receipts/signing-keys.js";
-import type { OrgConfigCache } from "./orgs/orgs.js";
-import type { RecordBatcher } from "./chains/record-batch.js";
 import type { Logger } from "./logger.js";
 import type { Metrics } from "./metrics.js";
+import type { OrgConfigCache } from "./orgs/orgs.js";
+import type { SigningKeys } from "./receipts/signing-keys.js";
 
-/** Shared services of one running governance service. */
-export interface ServiceContext {
+/** Shared parts of one running governance service. */
+export interface ServiceParts {
   db: Database;
   clock: Clock;
   log: Logger;
   configs: OrgConfigCache;
   /** Chain states remembered by the recording hot path (docs/adr/0006). */
-  chains: ChainStateCache;
+  chainSnapshots: ChainSnapshotCache;
   /** Group commit of the recording hot path's guarded writes. */
   recordWriter: RecordBatcher;
   /** API keys resolved recently, for routes that re-check the key in their write. */
   apiKeys: ApiKeyCache;
-  keys: SigningKeys;
+  /** Ed25519 receipt and approval signing keys (rotation, JWKS). */
+  signingKeys: SigningKeys;
   /** Held approval-status requests (`wait`), woken when their approval is resolved. */
   approvalWaiters: ApprovalWaiters;
   metrics: Metrics;
@@ -35,17 +39,4 @@ export interface ServiceContext {
   masterKey: Buffer;
   adminToken: string;
   publicUrl: string;
-}
-
-declare module "fastify" {
-  interface FastifyInstance {
-    tg: ServiceContext;
-  }
-  interface FastifyRequest {
-    principal: import("./auth.js").Principal | null;
-  }
-  interface FastifyContextConfig {
-    /** The route re-checks the API key inside its own write, so the key may come from ApiKeyCache. */
-    cachedApiKey?: boolean;
-  }
 }

@@ -25,8 +25,9 @@ import { ed25519Sign } from "../../src/receipts/ed25519.js";
 import { formatReceiptNumber } from "../../src/receipts/number.js";
 import { PreEventChainReceiptBodySchema } from "../../src/receipts/schema.js";
 import { hmacSignature, receiptHash, signingInput } from "../../src/receipts/sign.js";
-import { approvalStatus } from "../../src/service/approvals/decide.js";
-import { cumulativeMetrics, getChain } from "../../src/service/chains/record.js";
+import { approvalStatus } from "../../src/service/approvals/views.js";
+import { getChain } from "../../src/service/chains/store.js";
+import { cumulativeMetrics } from "../../src/service/chains/views.js";
 import { orgById } from "../../src/service/orgs/orgs.js";
 import { get, sessionFor } from "../browser/support/dashboard.js";
 import { startTestService, type TestService } from "../support/service.js";
@@ -703,7 +704,7 @@ describe("the dashboard chain page", () => {
  */
 async function completeAsBefore(org: Org, chainId: string): Promise<Completed> {
   const ctx = t.service.ctx;
-  const signingKey = await ctx.keys.active("receipt");
+  const signingKey = await ctx.signingKeys.active("receipt");
   return ctx.db.tx(async (q) => {
     const chain = await getChain(q, org.orgId, chainId, true);
     const nowMs = Math.max(t.clock.nowMs(), new Date(chain.started_at).getTime());
@@ -1018,11 +1019,10 @@ describe("approvals resolved without a signature before completion", () => {
     // a timeout applied on read by a caller without keys; its durable job has not run
     const late = await pendingApproval(t, org);
     t.clock.advance(25 * 3600_000);
-    const read = await approvalStatus(t.service.ctx.db, {
-      orgId: org.orgId,
-      chainId: late.chainId,
-      clock: t.clock,
-    });
+    const read = await approvalStatus(
+      { db: t.service.ctx.db, clock: t.clock, waiters: t.service.ctx.approvalWaiters },
+      { orgId: org.orgId, chainId: late.chainId },
+    );
     expect(read.approval?.status).toBe("timed_out");
     // a resolution recorded before approvals were signed, on a chain still open
     const older = await pendingApproval(t, org);

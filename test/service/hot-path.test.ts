@@ -167,7 +167,7 @@ describe("recording hot path", () => {
       domains_contacted: [...(row.domains_contacted as string[])].sort(),
       external_comm_agents: [...(row.external_comm_agents as string[])].sort(),
     });
-    const remembered = t.service.ctx.chains.get(chainId, org.orgId);
+    const remembered = t.service.ctx.chainSnapshots.get(chainId, org.orgId);
     const { rows } = await t.service.ctx.db.query(
       "SELECT *, xmin::text AS row_xmin FROM chains WHERE id = $1",
       [chainId],

@@ -52,7 +52,7 @@ describe("receipt export and offline verification", () => {
     await completedReceipt(t, otherOrg, "elsewhere");
     for (let i = 0; i < 3; i++) numbers.push((await completedReceipt(t, org, `c${i}`)).receiptNumber);
     // a rotation in the middle: the export must carry the retired key too
-    await t.service.ctx.keys.rotate("receipt");
+    await t.service.ctx.signingKeys.rotate("receipt");
     for (let i = 3; i < 5; i++) numbers.push((await completedReceipt(t, org, `c${i}`)).receiptNumber);
     member = await session(t, org, "eve@example.com", ["member"]);
     dir = mkdtempSync(path.join(os.tmpdir(), "tg-export-"));

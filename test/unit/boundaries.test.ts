@@ -58,3 +58,39 @@ describe("component boundaries refused by the build", () => {
     expect(await restricted(dir, specifier)).toBe(false);
   });
 });
+
+describe("import cycles refused by the build", () => {
+  /** Lints two probe modules in `dir` that import each other; true when Biome reports the cycle. */
+  async function cycleRefused(dir: string, typeOnly: boolean): Promise<boolean> {
+    const tag = randomBytes(4).toString("hex");
+    const a = path.join(root, dir, `zz-cycle-a-${tag}.ts`);
+    const b = path.join(root, dir, `zz-cycle-b-${tag}.ts`);
+    const kw = typeOnly ? "import type" : "import";
+    writeFileSync(
+      a,
+      `${kw} { B } from "./zz-cycle-b-${tag}.js";\nexport type A = { b?: B };\nexport const a = 1;\n`,
+    );
+    writeFileSync(
+      b,
+      `${kw} { A } from "./zz-cycle-a-${tag}.js";\nexport type B = { a?: A };\nexport const b = 2;\n`,
+    );
+    try {
+      const out = await promisify(execFile)(process.execPath, [biome, "lint", a, b], { cwd: root }).then(
+        (r) => r.stdout + r.stderr,
+        (e: { stdout: string; stderr: string }) => e.stdout + e.stderr,
+      );
+      return out.includes("lint/suspicious/noImportCycles");
+    } finally {
+      rmSync(a, { force: true });
+      rmSync(b, { force: true });
+    }
+  }
+
+  it.each([
+    ["src/service/chains", false],
+    ["src/service/approvals", true],
+    ["sidecar", false],
+  ])("two modules of %s importing each other (type-only: %s) fail the lint", async (dir, typeOnly) => {
+    expect(await cycleRefused(dir, typeOnly)).toBe(true);
+  });
+});

@@ -28,6 +28,8 @@ export const ApiErrorCode = {
   OUTCOME_RECORDED: "TG_ERR_OUTCOME_RECORDED",
   /** 409: an outcome for an action that was not allowed. */
   ACTION_NOT_ALLOWED: "TG_ERR_ACTION_NOT_ALLOWED",
+  /** 409: the state changed under the write several times in a row (e.g. the organization's policy); retry. */
+  CONFLICT: "TG_ERR_CONFLICT",
   /** 409: the resource is managed by the operator (custom resources) and read-only here. */
   MANAGED: "TG_ERR_MANAGED",
   /** 429: too many attempts (public verification). */
@@ -38,5 +40,7 @@ export const ApiErrorCode = {
   REQUEST: "TG_ERR_REQUEST",
   /** 5xx: an internal error; the body carries nothing else. */
   INTERNAL: "TG_ERR_INTERNAL",
+  /** Raised by the client libraries, never sent by the service: a response broke the contract. */
+  BAD_RESPONSE: "TG_ERR_BAD_RESPONSE",
 } as const;
 export type ApiErrorCode = (typeof ApiErrorCode)[keyof typeof ApiErrorCode];

@@ -49,3 +49,7 @@ export type EventOutcome = z.infer<typeof EventOutcomeSchema>;
 
 /** Most outcomes one POST /v1/outcomes may carry. */
 export const MAX_OUTCOMES_PER_BATCH = 500;
+
+/** Exception durations of the spec: 1 hour, 1 day, 1 week, 1 month (a calendar month, UTC). */
+export const ExceptionDurationSchema = z.enum(["1h", "1d", "1w", "1m"]);
+export type ExceptionDuration = z.infer<typeof ExceptionDurationSchema>;

@@ -5,24 +5,30 @@
  */
 import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
 import { z } from "zod";
+import { ApprovalStatusSchema } from "../../contract/v1/wire.js";
 import { guard, principalLabel } from "../auth.js";
+import type { Metrics } from "../metrics.js";
 import {
-  ApprovalStatus,
   DecideApprovalSchema,
   decideApproval,
-  getApproval,
-  listApprovals,
+  type ResolveDeps,
   WithdrawApprovalSchema,
   withdrawApproval,
 } from "./decide.js";
+import { getApproval, listApprovals } from "./views.js";
+
+/** What the approval routes use. */
+export interface ApprovalRouteDeps extends ResolveDeps {
+  metrics: Metrics;
+}
 
 const Params = z.object({ approval_id: z.uuid() });
 
-export const approvalRoutes: FastifyPluginAsyncZod = async (app) => {
-  const tg = app.tg;
+/** The approval routes (see the module comment). */
+export const approvalRoutes: FastifyPluginAsyncZod<ApprovalRouteDeps> = async (app, deps) => {
   /** tollgate_approval_wait_seconds: request to resolution of an approval just resolved. */
   const observeWait = (a: { status: string; requested_at: string; decided_at: string | null }) =>
-    tg.metrics.approvalWait.observe(
+    deps.metrics.approvalWait.observe(
       { status: a.status },
       Math.max(0, (Date.parse(a.decided_at ?? a.requested_at) - Date.parse(a.requested_at)) / 1000),
     );
@@ -32,20 +38,20 @@ export const approvalRoutes: FastifyPluginAsyncZod = async (app) => {
     {
       schema: {
         querystring: z.object({
-          status: z.enum(Object.values(ApprovalStatus) as [ApprovalStatus, ...ApprovalStatus[]]).optional(),
+          status: ApprovalStatusSchema.optional(),
           limit: z.coerce.number().int().min(1).max(500).default(100),
         }),
       },
     },
     async (req) => {
       const { orgId } = guard.member(req.principal);
-      return { approvals: await listApprovals(tg.db, orgId, req.query) };
+      return { approvals: await listApprovals(deps.db, orgId, req.query) };
     },
   );
 
   app.get("/v1/approvals/:approval_id", { schema: { params: Params } }, async (req) => {
     const { orgId } = guard.member(req.principal);
-    return getApproval(tg.db, orgId, req.params.approval_id);
+    return getApproval(deps.db, orgId, req.params.approval_id);
   });
 
   app.post(
@@ -53,13 +59,11 @@ export const approvalRoutes: FastifyPluginAsyncZod = async (app) => {
     { schema: { params: Params, body: DecideApprovalSchema } },
     async (req) => {
       const orgId = guard.approver(req.principal);
-      const result = await decideApproval(tg.db, {
+      const result = await decideApproval(deps, {
         orgId,
         approvalId: req.params.approval_id,
         body: req.body,
         decidedBy: principalLabel(req.principal!),
-        clock: tg.clock,
-        keys: tg.keys,
       });
       observeWait(result);
       return result;
@@ -71,13 +75,11 @@ export const approvalRoutes: FastifyPluginAsyncZod = async (app) => {
     { schema: { params: Params, body: WithdrawApprovalSchema } },
     async (req) => {
       const orgId = guard.client(req.principal);
-      const result = await withdrawApproval(tg.db, {
+      const result = await withdrawApproval(deps, {
         orgId,
         approvalId: req.params.approval_id,
         body: req.body,
         withdrawnBy: principalLabel(req.principal!),
-        clock: tg.clock,
-        keys: tg.keys,
       });
       observeWait(result);
       return result;

@@ -6,8 +6,9 @@
  * learns of a decision at once instead of at the next tick.
  *
  * Two paths wake a held request, both keyed by chain id:
- * - in-process: the code that resolves an approval (decided, timed out, cancelled) calls
- *   {@link wakeApprovalWaiters} after its transaction commits — enough on PGlite (one process);
+ * - in-process: the code that resolves an approval (decided, timed out, cancelled) is given
+ *   the service's ApprovalWaiters and calls `wake` after its transaction commits — enough on
+ *   PGlite (one process);
  * - across replicas (PostgreSQL): the resolving transaction sends {@link notifyApprovalChanged}
  *   (pg_notify, delivered at COMMIT, dropped on rollback) and every service process LISTENs on
  *   one dedicated connection (approval-listener.ts) and wakes its own waiters.
@@ -30,14 +31,6 @@ export async function notifyApprovalChanged(q: Queryable, chainId: string): Prom
   await q.query("SELECT pg_notify($1, $2)", [APPROVAL_CHANNEL, chainId]);
 }
 
-/** Every live ApprovalWaiters of this process (one per service instance). */
-const rooms = new Set<ApprovalWaiters>();
-
-/** Wakes the held requests of `chainId` in every service instance of this process. */
-export function wakeApprovalWaiters(chainId: string): void {
-  for (const room of rooms) room.wake(chainId);
-}
-
 /** One held request: `woken` remembers a wake-up that arrived while it was reading. */
 interface Waiter {
   woken: boolean;
@@ -57,10 +50,6 @@ export interface HeldStatus {
 export class ApprovalWaiters {
   readonly #byChain = new Map<string, Set<Waiter>>();
   #closed = false;
-
-  constructor() {
-    rooms.add(this);
-  }
 
   /** Whether close() was called (the service is shutting down). */
   get closed(): boolean {
@@ -111,7 +100,6 @@ export class ApprovalWaiters {
   /** Ends every hold now (each answers with a fresh read); later holds do not wait. */
   close(): void {
     this.#closed = true;
-    rooms.delete(this);
     this.wakeAll();
   }
 

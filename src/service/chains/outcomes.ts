@@ -21,18 +21,17 @@
  *          (TG_ERR_NOT_FOUND, TG_ERR_CHAIN_COMPLETED, TG_ERR_ACTION_NOT_ALLOWED,
  *          TG_ERR_OUTCOME_RECORDED). An item refused does not refuse the others.
  */
+
 import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
 import { z } from "zod";
-import { type EventOutcome, EventOutcomeSchema } from "../../receipts/schema.js";
+import { ApiErrorCode } from "../../contract/v1/errors.js";
+import { type EventOutcome, EventOutcomeSchema, MAX_OUTCOMES_PER_BATCH } from "../../contract/v1/wire.js";
 import { guard } from "../auth.js";
 import type { Database } from "../db/pool.js";
-import { getChain } from "./record.js";
 import { ApiError, conflict, notFound } from "../errors.js";
+import { getChain } from "./store.js";
 
 const Params = z.object({ chain_id: z.uuid(), event_id: z.uuid() });
-
-/** Most outcomes one POST /v1/outcomes may carry. */
-export const MAX_OUTCOMES_PER_BATCH = 500;
 
 const BatchItem = z.object({ chain_id: z.uuid(), event_id: z.uuid(), outcome: EventOutcomeSchema }).strict();
 const BatchBody = z.object({ outcomes: z.array(BatchItem).min(1).max(MAX_OUTCOMES_PER_BATCH) }).strict();
@@ -116,10 +115,14 @@ async function explainRefusal(
 ): Promise<never> {
   const chain = await getChain(db, opts.orgId, opts.chainId);
   if (chain.status === "completed" || chain.status === "failed") {
-    throw conflict("TG_ERR_CHAIN_COMPLETED", "The chain is completed; outcomes can no longer be reported", {
-      chain_id: chain.id,
-      status: chain.status,
-    });
+    throw conflict(
+      ApiErrorCode.CHAIN_COMPLETED,
+      "The chain is completed; outcomes can no longer be reported",
+      {
+        chain_id: chain.id,
+        status: chain.status,
+      },
+    );
   }
   const { rows } = await db.query<{ decision: { policy_decision: string }; outcome: EventOutcome | null }>(
     "SELECT decision, outcome FROM chain_events WHERE id = $1 AND chain_id = $2",
@@ -128,25 +131,29 @@ async function explainRefusal(
   const event = rows[0];
   if (!event) throw notFound("Event");
   if (event.outcome !== null) {
-    throw conflict("TG_ERR_OUTCOME_RECORDED", "An outcome was already reported for this event", {
+    throw conflict(ApiErrorCode.OUTCOME_RECORDED, "An outcome was already reported for this event", {
       event_id: opts.eventId,
     });
   }
   const decision = event.decision.policy_decision;
-  throw conflict("TG_ERR_ACTION_NOT_ALLOWED", `The action was not allowed (${decision}); it has no outcome`, {
-    event_id: opts.eventId,
-    policy_decision: decision,
-  });
+  throw conflict(
+    ApiErrorCode.ACTION_NOT_ALLOWED,
+    `The action was not allowed (${decision}); it has no outcome`,
+    {
+      event_id: opts.eventId,
+      policy_decision: decision,
+    },
+  );
 }
 
-export const outcomeRoutes: FastifyPluginAsyncZod = async (app) => {
-  const tg = app.tg;
+/** POST /v1/chains/{chain_id}/events/{event_id}/outcome and POST /v1/outcomes. */
+export const outcomeRoutes: FastifyPluginAsyncZod<{ db: Database }> = async (app, deps) => {
   app.post(
     "/v1/chains/:chain_id/events/:event_id/outcome",
     { schema: { params: Params, body: EventOutcomeSchema } },
     async (req) => {
       const orgId = guard.client(req.principal);
-      return recordOutcome(tg.db, {
+      return recordOutcome(deps.db, {
         orgId,
         chainId: req.params.chain_id,
         eventId: req.params.event_id,
@@ -156,6 +163,6 @@ export const outcomeRoutes: FastifyPluginAsyncZod = async (app) => {
   );
   app.post("/v1/outcomes", { schema: { body: BatchBody } }, async (req) => {
     const orgId = guard.client(req.principal);
-    return { results: await recordOutcomes(tg.db, orgId, req.body.outcomes) };
+    return { results: await recordOutcomes(deps.db, orgId, req.body.outcomes) };
   });
 };

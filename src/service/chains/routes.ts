@@ -7,22 +7,23 @@
 import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
 import { z } from "zod";
 import { Attr, SpanKind, setAttributes, withSpan } from "../../telemetry/tracing.js";
-import { guard, principalLabel } from "../auth.js";
-import { ApprovalStatusQuerySchema, approvalStatus } from "../approvals/decide.js";
-import {
-  CreateChainSchema,
-  chainEvents,
-  chainView,
-  createChain,
-  getChain,
-  previewAction,
-  RecordActionSchema,
-  recordAction,
-} from "./record.js";
-import { CompleteChainSchema, completeChain, getChainReceipt, getReceipt } from "../receipts/complete.js";
-import { chainEvidence } from "../receipts/verification.js";
+import { ApprovalStatusQuerySchema, approvalStatus } from "../approvals/views.js";
+import type { ApprovalWaiters } from "../approvals/waiters.js";
+import { type ApiKeyCache, guard, principalLabel } from "../auth.js";
+import type { Clock } from "../clock.js";
+import type { Database } from "../db/pool.js";
 import { ApiError } from "../errors.js";
+import type { Metrics } from "../metrics.js";
+import type { OrgConfigCache } from "../orgs/orgs.js";
+import { CompleteChainSchema, completeChain, getChainReceipt, getReceipt } from "../receipts/complete.js";
+import type { SigningKeys } from "../receipts/signing-keys.js";
+import { chainEvidence } from "../receipts/verification.js";
 import { serviceTracer } from "../tracing.js";
+import { CreateChainSchema, createChain, previewAction, RecordActionSchema, recordAction } from "./record.js";
+import type { RecordBatcher } from "./record-batch.js";
+import type { ChainSnapshotCache } from "./snapshot-cache.js";
+import { chainEvents, getChain } from "./store.js";
+import { chainView } from "./views.js";
 
 /** A 4xx refusal is an outcome of the request, not a failure of the span. */
 const serverFault = (err: unknown) => !(err instanceof ApiError && err.statusCode < 500);
@@ -31,38 +32,57 @@ const errorCode = (err: unknown) =>
 
 const ChainParams = z.object({ chain_id: z.uuid() });
 
-export const chainRoutes: FastifyPluginAsyncZod = async (app) => {
-  const tg = app.tg;
+/** What the chain routes use. */
+export interface ChainRouteDeps {
+  db: Database;
+  clock: Clock;
+  metrics: Metrics;
+  configs: OrgConfigCache;
+  /** Chain states remembered by the recording hot path (docs/adr/0006). */
+  snapshots: ChainSnapshotCache;
+  /** Group commit of the recording hot path's guarded writes. */
+  writer: RecordBatcher;
+  /** API keys resolved recently; a refused key is forgotten. */
+  apiKeys: ApiKeyCache;
+  signingKeys: SigningKeys;
+  /** Held approval-status requests (`wait`). */
+  waiters: ApprovalWaiters;
+  /** Signs receipts (derived from the master key). */
+  receiptHmacKey: Buffer;
+}
+
+/** The chain routes (see the module comment). */
+export const chainRoutes: FastifyPluginAsyncZod<ChainRouteDeps> = async (app, deps) => {
   /** A 401 from a guarded read or write means the remembered API key was revoked: forget it. */
   const forgetRefusedKey =
     (keyId: string | null) =>
     (err: unknown): never => {
-      if (keyId && err instanceof ApiError && err.statusCode === 401) tg.apiKeys.invalidate(keyId);
+      if (keyId && err instanceof ApiError && err.statusCode === 401) deps.apiKeys.invalidate(keyId);
       throw err;
     };
 
   app.post("/v1/chains", { schema: { body: CreateChainSchema } }, async (req, reply) => {
     const orgId = guard.client(req.principal);
-    const chain = await createChain(tg.db, {
+    const chain = await createChain(deps.db, {
       orgId,
       body: req.body,
       createdBy: principalLabel(req.principal!),
-      clock: tg.clock,
+      clock: deps.clock,
     });
     return reply.code(201).send(chain);
   });
 
   app.get("/v1/chains/:chain_id", { schema: { params: ChainParams } }, async (req) => {
     const orgId = guard.client(req.principal);
-    const chain = await getChain(tg.db, orgId, req.params.chain_id);
+    const chain = await getChain(deps.db, orgId, req.params.chain_id);
     // evidence: whether the stored events and approvals still match the signed receipt (issue 18)
-    const evidence = await chainEvidence(tg.db, {
+    const evidence = await chainEvidence(deps.db, {
       orgId,
       receiptId: chain.receipt_id,
-      hmacKey: tg.receiptHmacKey,
-      nowMs: tg.clock.nowMs(),
+      hmacKey: deps.receiptHmacKey,
+      nowMs: deps.clock.nowMs(),
     });
-    return { ...chainView(chain), events: await chainEvents(tg.db, chain.id), evidence };
+    return { ...chainView(chain), events: await chainEvents(deps.db, chain.id), evidence };
   });
 
   app.post(
@@ -71,7 +91,7 @@ export const chainRoutes: FastifyPluginAsyncZod = async (app) => {
     async (req) => {
       const orgId = guard.client(req.principal);
       const keyId = req.principal?.kind === "api_key" ? req.principal.keyId : null;
-      const end = tg.metrics.recordDuration.startTimer();
+      const end = deps.metrics.recordDuration.startTimer();
       // The decision: policy evaluation and the event's record, in one span.
       const result = await withSpan(
         serviceTracer,
@@ -88,14 +108,14 @@ export const chainRoutes: FastifyPluginAsyncZod = async (app) => {
           errorType: errorCode,
         },
         async (span) => {
-          const r = await recordAction(tg.db, {
+          const r = await recordAction(deps.db, {
             orgId,
             chainId: req.params.chain_id,
             action: req.body,
-            clock: tg.clock,
-            configs: tg.configs,
-            chains: tg.chains,
-            writer: tg.recordWriter,
+            clock: deps.clock,
+            configs: deps.configs,
+            chains: deps.snapshots,
+            writer: deps.writer,
             keyId,
           }).catch(forgetRefusedKey(keyId));
           setAttributes(span, () => ({
@@ -108,7 +128,7 @@ export const chainRoutes: FastifyPluginAsyncZod = async (app) => {
         },
       );
       end();
-      tg.metrics.decisions.inc({ outcome: result.policy_decision });
+      deps.metrics.decisions.inc({ outcome: result.policy_decision });
       return result;
     },
   );
@@ -119,12 +139,12 @@ export const chainRoutes: FastifyPluginAsyncZod = async (app) => {
     async (req) => {
       const orgId = guard.client(req.principal);
       const keyId = req.principal?.kind === "api_key" ? req.principal.keyId : null;
-      return previewAction(tg.db, {
+      return previewAction(deps.db, {
         orgId,
         chainId: req.params.chain_id,
         action: req.body,
-        clock: tg.clock,
-        configs: tg.configs,
+        clock: deps.clock,
+        configs: deps.configs,
         keyId,
       }).catch(forgetRefusedKey(keyId));
     },
@@ -136,20 +156,14 @@ export const chainRoutes: FastifyPluginAsyncZod = async (app) => {
     async (req, reply) => {
       const orgId = guard.client(req.principal);
       const read = () =>
-        approvalStatus(tg.db, {
-          orgId,
-          chainId: req.params.chain_id,
-          approvalId: req.query.approval_id,
-          clock: tg.clock,
-          keys: tg.keys,
-        });
+        approvalStatus(deps, { orgId, chainId: req.params.chain_id, approvalId: req.query.approval_id });
       // `wait` (beyond the spec): hold while pending, woken when the approval is resolved.
       const { wait } = req.query;
       if (!wait) return read();
-      const status = await tg.approvalWaiters.hold(req.params.chain_id, wait * 1000, read);
+      const status = await deps.waiters.hold(req.params.chain_id, wait * 1000, read);
       // Ended by shutdown: the client's next poll must not reuse this keep-alive connection,
       // which would keep the closing server open.
-      if (tg.approvalWaiters.closed) reply.header("connection", "close");
+      if (deps.waiters.closed) reply.header("connection", "close");
       return status;
     },
   );
@@ -165,14 +179,15 @@ export const chainRoutes: FastifyPluginAsyncZod = async (app) => {
         "tollgate.receipt.build",
         { attributes: { [Attr.chainId]: req.params.chain_id }, failed: serverFault, errorType: errorCode },
         async (span) => {
-          const r = await completeChain(tg.db, {
+          const r = await completeChain(deps.db, {
             orgId,
             chainId: req.params.chain_id,
             body: req.body,
-            clock: tg.clock,
-            hmacKey: tg.receiptHmacKey,
-            keys: tg.keys,
-            configs: tg.configs,
+            clock: deps.clock,
+            hmacKey: deps.receiptHmacKey,
+            keys: deps.signingKeys,
+            configs: deps.configs,
+            waiters: deps.waiters,
           });
           setAttributes(span, () => ({
             [Attr.receiptId]: r.receipt_id,
@@ -182,14 +197,14 @@ export const chainRoutes: FastifyPluginAsyncZod = async (app) => {
           return r;
         },
       );
-      tg.metrics.receiptsIssued.inc({ status: result.status });
+      deps.metrics.receiptsIssued.inc({ status: result.status });
       return result;
     },
   );
 
   app.get("/v1/chains/:chain_id/receipt", { schema: { params: ChainParams } }, async (req) => {
     const orgId = guard.client(req.principal);
-    return (await getChainReceipt(tg.db, orgId, req.params.chain_id)).receipt;
+    return (await getChainReceipt(deps.db, orgId, req.params.chain_id)).receipt;
   });
 
   app.get(
@@ -197,7 +212,7 @@ export const chainRoutes: FastifyPluginAsyncZod = async (app) => {
     { schema: { params: z.object({ receipt_id: z.uuid() }) } },
     async (req) => {
       const orgId = guard.client(req.principal);
-      return (await getReceipt(tg.db, orgId, req.params.receipt_id)).receipt;
+      return (await getReceipt(deps.db, orgId, req.params.receipt_id)).receipt;
     },
   );
 };

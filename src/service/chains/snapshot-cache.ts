@@ -9,15 +9,10 @@
  * flags. A failed guard drops the entry and the caller reads the database again.
  */
 import type { PolicyConfig } from "../../policy/schema.js";
-import type { ChainRow } from "./record.js";
-import type { Organization } from "../orgs/orgs.js";
+import type { ChainSnapshot } from "./store.js";
 
-/** A chain's state as last read or written by this process. */
-export interface ChainState {
-  row: ChainRow;
-  /** The chain row's `xmin` (transaction id of its current version), as text. */
-  xmin: string;
-  org: Organization;
+/** A chain as last read or written by this process, with its merged policy configuration. */
+export interface CachedChain extends ChainSnapshot {
   /** The org config merged with the chain's policy_config, for org config `version`. */
   merged?: { version: string; config: PolicyConfig };
 }
@@ -25,13 +20,13 @@ export interface ChainState {
 /** Chains remembered at most; the least recently used entry goes first. */
 const DEFAULT_CAPACITY = 10_000;
 
-/** A bounded LRU map chain_id → ChainState (see the module comment). */
-export class ChainStateCache {
-  readonly #entries = new Map<string, ChainState>();
+/** A bounded LRU map chain_id → CachedChain (see the module comment). */
+export class ChainSnapshotCache {
+  readonly #entries = new Map<string, CachedChain>();
   constructor(private readonly capacity = DEFAULT_CAPACITY) {}
 
   /** The remembered state of an open chain of `orgId`, or undefined. */
-  get(chainId: string, orgId: string): ChainState | undefined {
+  get(chainId: string, orgId: string): CachedChain | undefined {
     const s = this.#entries.get(chainId);
     if (!s || s.row.org_id !== orgId) return undefined;
     this.#entries.delete(chainId);
@@ -40,7 +35,7 @@ export class ChainStateCache {
   }
 
   /** Remembers the state of an open chain; forgets chains in any other status. */
-  set(state: ChainState): void {
+  set(state: CachedChain): void {
     this.#entries.delete(state.row.id);
     if (state.row.status !== "open") return;
     this.#entries.set(state.row.id, state);

@@ -21,13 +21,15 @@ import { type OidcConfig, resolveOidc } from "../oidc/settings.js";
 import { Csrf } from "./csrf.js";
 import { page } from "./layout.js";
 import { errorTitle, messageBody } from "./pages/message.js";
-import { type DashboardDeps, loadViewer, sendHtml } from "./request.js";
-import { dashboardRoutes } from "./routes.js";
+import { type DashboardDeps, type DashboardParts, loadViewer, sendHtml } from "./request.js";
+import { dashboardRoutes } from "./routes/index.js";
 
 /** Options of the dashboard plugin. */
 export interface DashboardOptions {
   /** Sign-in settings; undefined leaves sign-in unconfigured (pages explain how to set it). */
   oidc?: OidcConfig;
+  /** The service's parts the dashboard uses. */
+  ctx: DashboardParts;
 }
 
 const SECURITY_HEADERS: Record<string, string> = {
@@ -40,7 +42,7 @@ const SECURITY_HEADERS: Record<string, string> = {
 
 /** Registers the dashboard, sign-in and (optionally) the development provider on `app`. */
 export async function dashboardPlugin(app: FastifyInstance, opts: DashboardOptions): Promise<void> {
-  const ctx = app.tg;
+  const { ctx } = opts;
   const resolved = opts.oidc ? resolveOidc(opts.oidc, ctx.publicUrl, ctx.masterKey) : null;
   const deps: DashboardDeps = {
     ctx,

@@ -3,18 +3,37 @@
  * throw ApiErrors (rendered as pages by the dashboard's error handler), form parsing with zod
  * and the CSRF check, and page responses with safe headers.
  */
+
 import type { FastifyReply, FastifyRequest } from "fastify";
 import type { z } from "zod";
+import { ApiErrorCode } from "../../contract/v1/errors.js";
 import { authenticate, SESSION_COOKIE, SESSION_PREFIX } from "../auth.js";
-import type { ServiceContext } from "../context.js";
-import { orgById } from "../orgs/orgs.js";
 import { ApiError, forbidden, unauthorized } from "../errors.js";
+import { orgById } from "../orgs/orgs.js";
+import type { ServiceParts } from "../parts.js";
 import type { Csrf } from "./csrf.js";
 import type { Viewer } from "./layout.js";
 
+/** The service parts the dashboard and sign-in use (not the recording hot path's caches). */
+export type DashboardParts = Pick<
+  ServiceParts,
+  | "db"
+  | "clock"
+  | "log"
+  | "metrics"
+  | "signingKeys"
+  | "apiKeys"
+  | "approvalWaiters"
+  | "receiptHmacKey"
+  | "linkKey"
+  | "masterKey"
+  | "adminToken"
+  | "publicUrl"
+>;
+
 /** What every dashboard route needs. */
 export interface DashboardDeps {
-  ctx: ServiceContext;
+  ctx: DashboardParts;
   csrf: Csrf;
   /** The embedded development identity provider is on (pages show the banner). */
   devOidc: boolean;
@@ -97,20 +116,20 @@ export function parseForm<T>(
   if (!deps.csrf.check(viewer.sessionId, body._csrf)) {
     throw new ApiError(
       403,
-      "TG_ERR_CSRF",
+      ApiErrorCode.CSRF,
       "The form expired or did not come from this site. Reload the page and try again.",
     );
   }
   return parseFields(body, schema);
 }
 
-/** Validates form fields with `schema`; throws 400 naming the first invalid field. */
-export function parseFields<T>(body: Record<string, unknown>, schema: z.ZodType<T>): T {
-  const parsed = schema.safeParse(body);
+/** Validates form fields (or a query) with `schema`; throws 400 naming the first invalid field. */
+export function parseFields<T>(fields: unknown, schema: z.ZodType<T>): T {
+  const parsed = schema.safeParse(fields);
   if (!parsed.success) {
     const issue = parsed.error.issues[0]!;
     const field = issue.path.join(".") || "form";
-    throw new ApiError(400, "TG_ERR_VALIDATION", `${field}: ${issue.message}`);
+    throw new ApiError(400, ApiErrorCode.VALIDATION, `${field}: ${issue.message}`);
   }
   return parsed.data;
 }

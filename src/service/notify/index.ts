@@ -2,7 +2,7 @@
  * Approval notifications: the outbox delivery worker over SMTP, mail rendering and signed
  * links. `createOutboxWorker` wires them to a running service's context.
  */
-import type { ServiceContext } from "../context.js";
+import type { ServiceParts } from "../parts.js";
 import { OutboxWorker } from "./outbox.js";
 import { createSmtpTransport, type MailTransport, type SmtpConfig } from "./smtp.js";
 
@@ -15,7 +15,7 @@ export { createSmtpTransport, type MailTransport, type SmtpConfig } from "./smtp
  * Counts results in the tollgate_notifications_total metric when the context has it.
  */
 export function createOutboxWorker(
-  ctx: ServiceContext,
+  ctx: Pick<ServiceParts, "db" | "clock" | "publicUrl" | "linkKey" | "log" | "metrics">,
   smtp: SmtpConfig,
   opts: { intervalMs: number; transport?: MailTransport; leaseMs?: number; limit?: number },
 ): OutboxWorker {

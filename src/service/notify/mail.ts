@@ -5,10 +5,10 @@
  * pure; loading reads the approval, its event and its chain.
  */
 
+import { cumulativeMetrics } from "../chains/views.js";
 import { type CumulativeMetricsView, formatDuration, formatTime, metricRows } from "../dashboard/format.js";
 import { html } from "../dashboard/html.js";
 import type { Queryable } from "../db/pool.js";
-import { type ChainRow, cumulativeMetrics } from "../chains/record.js";
 import { approvalLinkUrl } from "./links.js";
 
 /** Outbox kinds that carry an approval mail. */
@@ -81,7 +81,7 @@ export async function loadApprovalMailData(
     policyName: r.requested_decision?.policy_name ?? null,
     requestedAtMs: new Date(r.requested_at).getTime(),
     expiresAtMs: new Date(r.expires_at).getTime(),
-    metrics: cumulativeMetrics(r as ChainRow),
+    metrics: cumulativeMetrics(r as Parameters<typeof cumulativeMetrics>[0]),
   };
 }
 

@@ -15,10 +15,10 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import { exportJWK, generateKeyPair } from "jose";
 import type { Configuration, KoaContextWithOIDC } from "oidc-provider";
 import { z } from "zod";
-import type { ServiceContext } from "../context.js";
 import { Csrf } from "../dashboard/csrf.js";
 import { html } from "../dashboard/html.js";
 import { page } from "../dashboard/layout.js";
+import type { DashboardParts } from "../dashboard/request.js";
 import { sendHtml } from "../dashboard/request.js";
 import { deriveKey } from "../secrets.js";
 import { DEV_OIDC_PATH, type ResolvedOidc } from "./settings.js";
@@ -31,7 +31,7 @@ interface DevUser {
 }
 
 /** Everyone the development provider lists: seeded addresses, members, team approvers. */
-async function devUsers(ctx: ServiceContext, seeded: string[]): Promise<DevUser[]> {
+async function devUsers(ctx: DashboardParts, seeded: string[]): Promise<DevUser[]> {
   const users = new Map<string, DevUser>();
   const add = (email: string, name: string | null, where: string) => {
     const u = users.get(email) ?? { email, name: null, where: [] };
@@ -62,7 +62,7 @@ async function devUsers(ctx: ServiceContext, seeded: string[]): Promise<DevUser[
  */
 export async function devOidcProvider(
   app: FastifyInstance,
-  opts: { ctx: ServiceContext; client: ResolvedOidc; users: string[] },
+  opts: { ctx: DashboardParts; client: ResolvedOidc; users: string[] },
 ): Promise<void> {
   const { ctx, client } = opts;
   ctx.log.warn(

@@ -5,35 +5,55 @@
  */
 import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
 import { z } from "zod";
-import { createApiKey, type Principal, revokeApiKey, UserRole } from "../auth.js";
 import {
   ApproverTeamSpecSchema,
+  NameSchema,
+  OrganizationSpecSchema,
+  PolicySpecSchema,
+  SlugSchema,
+} from "../../contract/v1/admin.js";
+import {
+  type ApiKeyCache,
+  createApiKey,
+  listApiKeys,
+  type Principal,
+  revokeApiKey,
+  UserRole,
+} from "../auth.js";
+import type { Clock } from "../clock.js";
+import type { Database } from "../db/pool.js";
+import { forbidden, notFound, unauthorized } from "../errors.js";
+import {
   deleteApproverTeam,
   deleteOrganization,
   deletePolicy,
   listApproverTeams,
   listPolicies,
-  NameSchema,
-  OrganizationSpecSchema,
+  type OrgConfigCache,
   orgBySlug,
   orgView,
-  PolicySpecSchema,
-  SlugSchema,
   setOrgToggle,
   upsertApproverTeam,
   upsertMember,
   upsertOrganization,
   upsertPolicy,
 } from "./orgs.js";
-import { forbidden, notFound, unauthorized } from "../errors.js";
 
 const OrgParams = z.object({ slug: SlugSchema });
 const NamedParams = z.object({ slug: SlugSchema, name: NameSchema });
 const Toggle = z.object({ active: z.boolean(), reason: z.string().max(1000).nullable().optional() }).strict();
 
-export const adminRoutes: FastifyPluginAsyncZod = async (app) => {
-  const tg = app.tg;
-  const now = () => tg.clock.nowMs();
+/** What the admin routes use. */
+export interface AdminRouteDeps {
+  db: Database;
+  clock: Clock;
+  configs: OrgConfigCache;
+  apiKeys: ApiKeyCache;
+}
+
+/** The admin API (README "Admin API"): organizations, policies, approver teams, members, API keys. */
+export const adminRoutes: FastifyPluginAsyncZod<AdminRouteDeps> = async (app, deps) => {
+  const now = () => deps.clock.nowMs();
 
   /** Service admin: any organization. Org admin: only its own; others look absent. */
   async function authorizeOrg(p: Principal | null, slug: string): Promise<void> {
@@ -42,7 +62,7 @@ export const adminRoutes: FastifyPluginAsyncZod = async (app) => {
     const isAdmin =
       (p.kind === "api_key" && p.role === "admin") || (p.kind === "user" && p.roles.includes("admin"));
     if (!isAdmin) throw forbidden("The admin role is required");
-    const org = await orgBySlug(tg.db, slug).catch(() => null);
+    const org = await orgBySlug(deps.db, slug).catch(() => null);
     if (!org || org.id !== p.orgId) throw notFound("Organization");
   }
   const serviceAdminOnly = (p: Principal | null) => {
@@ -55,25 +75,25 @@ export const adminRoutes: FastifyPluginAsyncZod = async (app) => {
     { schema: { params: OrgParams, body: OrganizationSpecSchema } },
     async (req, reply) => {
       if (req.principal?.kind !== "service_admin") await authorizeOrg(req.principal, req.params.slug);
-      const result = await upsertOrganization(tg.db, req.params.slug, req.body, now());
+      const result = await upsertOrganization(deps.db, req.params.slug, req.body, now());
       return reply.code(result.created ? 201 : 200).send(result);
     },
   );
 
   app.get("/v1/admin/organizations/:slug", { schema: { params: OrgParams } }, async (req) => {
     await authorizeOrg(req.principal, req.params.slug);
-    const org = await orgBySlug(tg.db, req.params.slug);
+    const org = await orgBySlug(deps.db, req.params.slug);
     return {
       ...orgView(org),
-      policies: await listPolicies(tg.db, org.id),
-      approver_teams: await listApproverTeams(tg.db, org.id),
-      effective_config: (await tg.configs.get(tg.db, org)).config,
+      policies: await listPolicies(deps.db, org.id),
+      approver_teams: await listApproverTeams(deps.db, org.id),
+      effective_config: (await deps.configs.get(deps.db, org)).config,
     };
   });
 
   app.delete("/v1/admin/organizations/:slug", { schema: { params: OrgParams } }, async (req) => {
     serviceAdminOnly(req.principal);
-    return deleteOrganization(tg.db, req.params.slug);
+    return deleteOrganization(deps.db, req.params.slug);
   });
 
   for (const which of ["kill_switch", "pause"] as const) {
@@ -83,7 +103,7 @@ export const adminRoutes: FastifyPluginAsyncZod = async (app) => {
       { schema: { params: OrgParams, body: Toggle } },
       async (req) => {
         await authorizeOrg(req.principal, req.params.slug);
-        return setOrgToggle(tg.db, req.params.slug, which, req.body, now());
+        return setOrgToggle(deps.db, req.params.slug, which, req.body, now());
       },
     );
   }
@@ -93,7 +113,7 @@ export const adminRoutes: FastifyPluginAsyncZod = async (app) => {
     { schema: { params: NamedParams, body: PolicySpecSchema } },
     async (req) => {
       await authorizeOrg(req.principal, req.params.slug);
-      return upsertPolicy(tg.db, req.params.slug, req.params.name, req.body, now());
+      return upsertPolicy(deps.db, req.params.slug, req.params.name, req.body, now());
     },
   );
 
@@ -102,7 +122,7 @@ export const adminRoutes: FastifyPluginAsyncZod = async (app) => {
     { schema: { params: NamedParams } },
     async (req) => {
       await authorizeOrg(req.principal, req.params.slug);
-      return deletePolicy(tg.db, req.params.slug, req.params.name, now());
+      return deletePolicy(deps.db, req.params.slug, req.params.name, now());
     },
   );
 
@@ -111,7 +131,7 @@ export const adminRoutes: FastifyPluginAsyncZod = async (app) => {
     { schema: { params: NamedParams, body: ApproverTeamSpecSchema } },
     async (req) => {
       await authorizeOrg(req.principal, req.params.slug);
-      return upsertApproverTeam(tg.db, req.params.slug, req.params.name, req.body, now());
+      return upsertApproverTeam(deps.db, req.params.slug, req.params.name, req.body, now());
     },
   );
 
@@ -120,7 +140,7 @@ export const adminRoutes: FastifyPluginAsyncZod = async (app) => {
     { schema: { params: NamedParams } },
     async (req) => {
       await authorizeOrg(req.principal, req.params.slug);
-      return deleteApproverTeam(tg.db, req.params.slug, req.params.name, now());
+      return deleteApproverTeam(deps.db, req.params.slug, req.params.name, now());
     },
   );
 
@@ -139,7 +159,7 @@ export const adminRoutes: FastifyPluginAsyncZod = async (app) => {
     },
     async (req) => {
       await authorizeOrg(req.principal, req.params.slug);
-      return upsertMember(tg.db, req.params.slug, req.params.email, req.body, now());
+      return upsertMember(deps.db, req.params.slug, req.params.email, req.body, now());
     },
   );
 
@@ -155,8 +175,8 @@ export const adminRoutes: FastifyPluginAsyncZod = async (app) => {
     },
     async (req, reply) => {
       await authorizeOrg(req.principal, req.params.slug);
-      const org = await orgBySlug(tg.db, req.params.slug);
-      const key = await createApiKey(tg.db, {
+      const org = await orgBySlug(deps.db, req.params.slug);
+      const key = await createApiKey(deps.db, {
         orgId: org.id,
         name: req.body.name,
         role: req.body.role,
@@ -168,21 +188,8 @@ export const adminRoutes: FastifyPluginAsyncZod = async (app) => {
 
   app.get("/v1/admin/organizations/:slug/api-keys", { schema: { params: OrgParams } }, async (req) => {
     await authorizeOrg(req.principal, req.params.slug);
-    const org = await orgBySlug(tg.db, req.params.slug);
-    const { rows } = await tg.db.query(
-      "SELECT id, name, role, prefix, created_at, revoked_at FROM api_keys WHERE org_id = $1 ORDER BY created_at",
-      [org.id],
-    );
-    return {
-      api_keys: rows.map((r) => ({
-        key_id: r.id,
-        name: r.name,
-        role: r.role,
-        prefix: r.prefix,
-        created_at: new Date(r.created_at).toISOString(),
-        revoked_at: r.revoked_at ? new Date(r.revoked_at).toISOString() : null,
-      })),
-    };
+    const org = await orgBySlug(deps.db, req.params.slug);
+    return { api_keys: await listApiKeys(deps.db, org.id) };
   });
 
   app.post(
@@ -190,8 +197,8 @@ export const adminRoutes: FastifyPluginAsyncZod = async (app) => {
     { schema: { params: z.object({ slug: SlugSchema, key_id: z.uuid() }) } },
     async (req) => {
       await authorizeOrg(req.principal, req.params.slug);
-      const org = await orgBySlug(tg.db, req.params.slug);
-      const revoked = await revokeApiKey(tg.db, tg.apiKeys, {
+      const org = await orgBySlug(deps.db, req.params.slug);
+      const revoked = await revokeApiKey(deps.db, deps.apiKeys, {
         orgId: org.id,
         keyId: req.params.key_id,
         nowMs: now(),

@@ -4,6 +4,7 @@
  * policy configuration an action is evaluated against.
  */
 import { createHash, randomUUID } from "node:crypto";
+import type { ApproverTeamSpec, OrganizationSpec, PolicySpec } from "../../contract/v1/admin.js";
 import { combinePolicies, mergePolicyConfig } from "../../policy/merge.js";
 import {
   type OrgState,
@@ -14,20 +15,6 @@ import {
 } from "../../policy/schema.js";
 import type { Database, Queryable } from "../db/pool.js";
 import { notFound } from "../errors.js";
-
-// The admin API's wire shapes live in the contract (src/contract/v1/admin.ts).
-export {
-  type ApproverTeamSpec,
-  ApproverTeamSpecSchema,
-  NameSchema,
-  type OrganizationSpec,
-  OrganizationSpecSchema,
-  type PolicySpec,
-  PolicySpecSchema,
-  SlugSchema,
-} from "../../contract/v1/admin.js";
-
-import type { ApproverTeamSpec, OrganizationSpec, PolicySpec } from "../../contract/v1/admin.js";
 
 /** An organization row as the service uses it. */
 export interface Organization {
@@ -365,4 +352,20 @@ export class OrgConfigCache {
     this.cache.set(org.id, compiled);
     return compiled;
   }
+}
+
+/** A member as stored. */
+export interface MemberRow {
+  email: string;
+  display_name: string | null;
+  roles: string[];
+}
+
+/** Members of an organization (team page), by e-mail address. */
+export async function listMembers(q: Queryable, orgId: string): Promise<MemberRow[]> {
+  const { rows } = await q.query<MemberRow>(
+    "SELECT email, display_name, roles FROM members WHERE org_id = $1 ORDER BY email",
+    [orgId],
+  );
+  return rows;
 }

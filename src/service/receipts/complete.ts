@@ -14,6 +14,7 @@
  */
 import { randomUUID } from "node:crypto";
 import { z } from "zod";
+import { ApiErrorCode } from "../../contract/v1/errors.js";
 import { redactText } from "../../policy/sanitize.js";
 import { canonicalJson } from "../../receipts/canonical.js";
 import { type Checkpoint, signCheckpoint } from "../../receipts/checkpoint.js";
@@ -21,16 +22,18 @@ import { type EventChainCommitment, type EventRecord, hashEventChain } from "../
 import { formatReceiptNumber } from "../../receipts/number.js";
 import type { ReceiptApproval, ReceiptBody, ReceiptEvent, SignedReceipt } from "../../receipts/schema.js";
 import { receiptHash, signReceipt } from "../../receipts/sign.js";
+import { signUnsignedResolutions } from "../approvals/attestation.js";
+import { cancelPendingApprovals } from "../approvals/decide.js";
+import type { ApprovalWaiters } from "../approvals/waiters.js";
+import { type ChainRow, getChain } from "../chains/store.js";
+import { cumulativeMetrics } from "../chains/views.js";
 import type { Clock } from "../clock.js";
 import type { Database, Queryable } from "../db/pool.js";
 import { conflict, notFound } from "../errors.js";
-import { signUnsignedResolutions } from "../approvals/attestation.js";
-import { cancelPendingApprovals } from "../approvals/decide.js";
-import { type ChainRow, cumulativeMetrics, getChain } from "../chains/record.js";
-import { loadEventRecords } from "./evidence.js";
-import type { SigningKeys } from "./signing-keys.js";
 import type { OrgConfigCache } from "../orgs/orgs.js";
 import { orgById } from "../orgs/orgs.js";
+import { loadEventRecords } from "./evidence.js";
+import type { SigningKeys } from "./signing-keys.js";
 
 /** Body of POST /v1/chains/{chain_id}/complete: normal completion, or the failure that ended it. */
 export const CompleteChainSchema = z.preprocess(
@@ -76,6 +79,8 @@ export async function completeChain(
     hmacKey: Buffer;
     keys: SigningKeys;
     configs: OrgConfigCache;
+    /** Held approval-status requests, woken when a pending approval is cancelled. */
+    waiters: ApprovalWaiters;
   },
 ): Promise<CompletionResult> {
   const signingKey = await opts.keys.active("receipt");
@@ -83,13 +88,13 @@ export async function completeChain(
   return db.tx(async (q) => {
     const chain = await getChain(q, opts.orgId, opts.chainId, true);
     if (chain.status === "completed" || chain.status === "failed") {
-      throw conflict("TG_ERR_CHAIN_COMPLETED", "The chain is already completed", {
+      throw conflict(ApiErrorCode.CHAIN_COMPLETED, "The chain is already completed", {
         chain_id: chain.id,
         receipt_id: chain.receipt_id,
       });
     }
     const nowMs = Math.max(opts.clock.nowMs(), new Date(chain.started_at).getTime());
-    await cancelPendingApprovals(q, chain.id, nowMs, approvalKey);
+    await cancelPendingApprovals(q, { chainId: chain.id, nowMs, key: approvalKey, waiters: opts.waiters });
     // The receipt commits to the chain's approval records: none may be left unsigned.
     await signUnsignedResolutions(q, chain.id, approvalKey);
     const given = opts.body.failure ?? null;
@@ -287,4 +292,19 @@ export async function getChainReceipt(q: Queryable, orgId: string, chainId: stri
   const row = rows[0];
   if (!row) throw notFound("Receipt");
   return { ...(row as ReceiptRow), receipt: JSON.parse(row.body) };
+}
+
+/** A receipt as offered in the token form's picker. */
+export interface ReceiptChoice {
+  id: string;
+  receipt_number: string;
+}
+
+/** The organization's latest `limit` receipts (verification tokens page), newest first. */
+export async function recentReceipts(q: Queryable, orgId: string, limit = 20): Promise<ReceiptChoice[]> {
+  const { rows } = await q.query<ReceiptChoice>(
+    "SELECT id, receipt_number FROM receipts WHERE org_id = $1 ORDER BY sequence DESC LIMIT $2",
+    [orgId, limit],
+  );
+  return rows;
 }

@@ -7,8 +7,8 @@
  */
 import type { ApprovalRecord } from "../../receipts/approval-record.js";
 import type { EventRecord } from "../../receipts/event-chain.js";
-import type { Queryable } from "../db/pool.js";
 import { type AttestedApprovalRow, approvalRecordOf, attestationSelect } from "../approvals/attestation.js";
+import type { Queryable } from "../db/pool.js";
 
 /** A chain_events row with the columns an event record needs. */
 interface EventRow {

@@ -5,10 +5,10 @@
  * tollgate_legacy_route_requests_total{route} (telemetry the spec requires before removal).
  */
 import type { FastifyReply, FastifyRequest } from "fastify";
-import type { ServiceContext } from "../context.js";
+import type { Metrics } from "../metrics.js";
 
 /** Route hooks that mark `route` (a path template, the metric label) as legacy. */
-export function legacyHooks(tg: ServiceContext, route: string, successor: (req: FastifyRequest) => string) {
+export function legacyHooks(metrics: Metrics, route: string, successor: (req: FastifyRequest) => string) {
   return {
     onSend: async (req: FastifyRequest, reply: FastifyReply, payload: unknown) => {
       reply.header("deprecation", "true");
@@ -16,7 +16,7 @@ export function legacyHooks(tg: ServiceContext, route: string, successor: (req: 
       return payload;
     },
     onResponse: async () => {
-      tg.metrics.legacyRoutes.inc({ route });
+      metrics.legacyRoutes.inc({ route });
     },
   };
 }

@@ -9,10 +9,17 @@
  * encapsulated plugin only. Request logs of these routes never carry the path (the token is a
  * bearer secret).
  */
+
 import rateLimit from "@fastify/rate-limit";
 import type { FastifyRequest } from "fastify";
 import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
 import { z } from "zod";
+import { ApiErrorCode } from "../../contract/v1/errors.js";
+import type { Clock } from "../clock.js";
+import type { Database } from "../db/pool.js";
+import { ApiError } from "../errors.js";
+import type { Metrics } from "../metrics.js";
+import { legacyHooks } from "./legacy.js";
 import { resolveToken } from "./public-tokens.js";
 import {
   minimizeVerification,
@@ -20,10 +27,8 @@ import {
   verifyStoredApproval,
   verifyStoredReceipt,
 } from "./verification.js";
-import { ApiError } from "../errors.js";
-import { legacyHooks } from "./legacy.js";
 
-/** Options of the public verification plugin. */
+/** Rate limits of the public verification plugin. */
 export interface PublicVerificationOptions {
   /** Requests per client address per window; default 60. */
   rateLimitMax?: number;
@@ -33,7 +38,7 @@ export interface PublicVerificationOptions {
 
 /** The one sanitized error of the public verification surface (404, no details). */
 export const verificationUnavailable = () =>
-  new ApiError(404, "TG_ERR_VERIFICATION_UNAVAILABLE", "Verification is not available for this link");
+  new ApiError(404, ApiErrorCode.VERIFICATION_UNAVAILABLE, "Verification is not available for this link");
 
 /** The minimized result; the response serializer drops anything else. */
 const PublicResultSchema = z
@@ -54,11 +59,17 @@ const redactedReq = (path: string) => (req: FastifyRequest) => ({
   remoteAddress: req.ip,
 });
 
-export const publicVerificationRoutes: FastifyPluginAsyncZod<PublicVerificationOptions> = async (
-  app,
-  opts,
-) => {
-  const tg = app.tg;
+/** What the public verification routes use, with their rate limits. */
+export interface PublicVerificationDeps extends PublicVerificationOptions {
+  db: Database;
+  clock: Clock;
+  metrics: Metrics;
+  /** Verifies receipt HMACs (derived from the master key). */
+  receiptHmacKey: Buffer;
+}
+
+/** The public verification routes (token holders, no account). */
+export const publicVerificationRoutes: FastifyPluginAsyncZod<PublicVerificationDeps> = async (app, opts) => {
   await app.register(rateLimit, {
     global: true,
     max: opts.rateLimitMax ?? 60,
@@ -66,7 +77,7 @@ export const publicVerificationRoutes: FastifyPluginAsyncZod<PublicVerificationO
     errorResponseBuilder: () =>
       new ApiError(
         429,
-        "TG_ERR_RATE_LIMITED",
+        ApiErrorCode.RATE_LIMITED,
         "Too many verification requests from this address; retry later",
       ),
   });
@@ -84,28 +95,32 @@ export const publicVerificationRoutes: FastifyPluginAsyncZod<PublicVerificationO
       logSerializers: { req: redactedReq("/public/v2/verify/[REDACTED]") },
     },
     async (req): Promise<PublicVerificationResult> => {
-      const nowMs = tg.clock.nowMs();
-      const grant = await resolveToken(tg.db, req.params["*"], nowMs);
+      const nowMs = opts.clock.nowMs();
+      const grant = await resolveToken(opts.db, req.params["*"], nowMs);
       if (!grant) {
-        tg.metrics.verifications.inc({ surface: "public", artifact_type: "unknown", status: "unavailable" });
+        opts.metrics.verifications.inc({
+          surface: "public",
+          artifact_type: "unknown",
+          status: "unavailable",
+        });
         throw verificationUnavailable();
       }
       try {
         const v =
           grant.artifactType === "receipt"
-            ? await verifyStoredReceipt(tg.db, {
+            ? await verifyStoredReceipt(opts.db, {
                 orgId: grant.orgId,
                 receiptId: grant.artifactId,
-                hmacKey: tg.receiptHmacKey,
+                hmacKey: opts.receiptHmacKey,
                 nowMs,
               })
-            : await verifyStoredApproval(tg.db, {
+            : await verifyStoredApproval(opts.db, {
                 orgId: grant.orgId,
                 approvalId: grant.artifactId,
                 role: "member",
                 nowMs,
               });
-        tg.metrics.verifications.inc({
+        opts.metrics.verifications.inc({
           surface: "public",
           artifact_type: v.artifact_type,
           status: v.overall_status,
@@ -113,7 +128,7 @@ export const publicVerificationRoutes: FastifyPluginAsyncZod<PublicVerificationO
         return minimizeVerification(v);
       } catch (err) {
         if (err instanceof ApiError && err.statusCode === 404) {
-          tg.metrics.verifications.inc({
+          opts.metrics.verifications.inc({
             surface: "public",
             artifact_type: grant.artifactType,
             status: "unavailable",
@@ -131,28 +146,28 @@ export const publicVerificationRoutes: FastifyPluginAsyncZod<PublicVerificationO
     {
       schema: { params: z.object({ approval_id: z.string() }), response: { 200: PublicResultSchema } },
       ...legacyHooks(
-        tg,
+        opts.metrics,
         legacyRoute,
         (req) =>
           `/v1/verification/v2/approvals/${encodeURIComponent((req.params as { approval_id: string }).approval_id)}`,
       ),
     },
     async (req): Promise<PublicVerificationResult> => {
-      const nowMs = tg.clock.nowMs();
+      const nowMs = opts.clock.nowMs();
       const id = req.params.approval_id;
       const isUuid = z.uuid().safeParse(id).success;
-      const found = isUuid ? await tg.db.query("SELECT org_id FROM approvals WHERE id = $1", [id]) : null;
+      const found = isUuid ? await opts.db.query("SELECT org_id FROM approvals WHERE id = $1", [id]) : null;
       const orgId: string | undefined = found?.rows[0]?.org_id;
       if (!orgId) {
-        tg.metrics.verifications.inc({
+        opts.metrics.verifications.inc({
           surface: "legacy_public",
           artifact_type: "approval",
           status: "unavailable",
         });
         throw verificationUnavailable();
       }
-      const v = await verifyStoredApproval(tg.db, { orgId, approvalId: id, role: "member", nowMs });
-      tg.metrics.verifications.inc({
+      const v = await verifyStoredApproval(opts.db, { orgId, approvalId: id, role: "member", nowMs });
+      opts.metrics.verifications.inc({
         surface: "legacy_public",
         artifact_type: "approval",
         status: v.overall_status,

@@ -22,7 +22,14 @@ import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
 import { z } from "zod";
 import { CheckpointSchema } from "../../receipts/checkpoint.js";
 import { guard, type Principal, principalLabel } from "../auth.js";
+import type { Clock } from "../clock.js";
+import type { Database } from "../db/pool.js";
+import { forbidden, unauthorized } from "../errors.js";
+import type { Metrics } from "../metrics.js";
 import { latestCheckpoint } from "./checkpoints.js";
+import { ExportQuerySchema, exportReceipts } from "./export.js";
+import { legacyHooks } from "./legacy.js";
+import { type PublicVerificationOptions, publicVerificationRoutes } from "./public-routes.js";
 import {
   IssueTokenSchema,
   issueToken,
@@ -30,19 +37,24 @@ import {
   listTokens,
   revokeToken,
 } from "./public-tokens.js";
-import { ExportQuerySchema, exportReceipts } from "./export.js";
+import type { SigningKeys } from "./signing-keys.js";
 import {
   legacyReceiptView,
   verifyCheckpoint,
   verifyStoredApproval,
   verifyStoredReceipt,
 } from "./verification.js";
-import { forbidden, unauthorized } from "../errors.js";
-import { legacyHooks } from "./legacy.js";
-import { type PublicVerificationOptions, publicVerificationRoutes } from "./public-routes.js";
 
-/** Options of the verification plugin. */
+/** What the verification routes use, and their options. */
 export interface VerificationRoutesOptions {
+  db: Database;
+  clock: Clock;
+  metrics: Metrics;
+  signingKeys: SigningKeys;
+  /** Verifies receipt HMACs (derived from the master key). */
+  receiptHmacKey: Buffer;
+  /** Base of the public verification URLs of issued tokens. */
+  publicUrl: string;
   /** Rate limit of the public routes (default 60 requests per minute per client address). */
   public?: PublicVerificationOptions;
 }
@@ -54,22 +66,22 @@ function orgCaller(p: Principal | null): string {
   throw forbidden("An organization API key or session is required");
 }
 
+/** The verification routes and, inside, the public ones. */
 export const verificationRoutes: FastifyPluginAsyncZod<VerificationRoutesOptions> = async (app, opts) => {
-  const tg = app.tg;
-  const now = () => tg.clock.nowMs();
+  const now = () => opts.clock.nowMs();
 
   app.get(
     "/v1/verification/v2/receipts/:receipt_id",
     { schema: { params: z.object({ receipt_id: z.uuid() }) } },
     async (req) => {
       const { orgId } = guard.member(req.principal);
-      const v = await verifyStoredReceipt(tg.db, {
+      const v = await verifyStoredReceipt(opts.db, {
         orgId,
         receiptId: req.params.receipt_id,
-        hmacKey: tg.receiptHmacKey,
+        hmacKey: opts.receiptHmacKey,
         nowMs: now(),
       });
-      tg.metrics.verifications.inc({
+      opts.metrics.verifications.inc({
         surface: "authenticated",
         artifact_type: "receipt",
         status: v.overall_status,
@@ -83,13 +95,13 @@ export const verificationRoutes: FastifyPluginAsyncZod<VerificationRoutesOptions
     { schema: { params: z.object({ approval_id: z.uuid() }) } },
     async (req) => {
       const { orgId, isAdmin } = guard.member(req.principal);
-      const v = await verifyStoredApproval(tg.db, {
+      const v = await verifyStoredApproval(opts.db, {
         orgId,
         approvalId: req.params.approval_id,
         role: isAdmin ? "admin" : "member",
         nowMs: now(),
       });
-      tg.metrics.verifications.inc({
+      opts.metrics.verifications.inc({
         surface: "authenticated",
         artifact_type: "approval",
         status: v.overall_status,
@@ -100,12 +112,12 @@ export const verificationRoutes: FastifyPluginAsyncZod<VerificationRoutesOptions
 
   app.post("/v1/public-verification-tokens", { schema: { body: IssueTokenSchema } }, async (req, reply) => {
     const orgId = guard.admin(req.principal);
-    const issued = await issueToken(tg.db, {
+    const issued = await issueToken(opts.db, {
       orgId,
       body: req.body,
       createdBy: principalLabel(req.principal!),
       nowMs: now(),
-      publicUrl: tg.publicUrl,
+      publicUrl: opts.publicUrl,
     });
     return reply.code(201).header("cache-control", "no-store").send(issued);
   });
@@ -115,7 +127,7 @@ export const verificationRoutes: FastifyPluginAsyncZod<VerificationRoutesOptions
     { schema: { querystring: ListTokensQuerySchema } },
     async (req) => {
       const orgId = guard.admin(req.principal);
-      return { tokens: await listTokens(tg.db, orgId, req.query) };
+      return { tokens: await listTokens(opts.db, orgId, req.query) };
     },
   );
 
@@ -124,25 +136,25 @@ export const verificationRoutes: FastifyPluginAsyncZod<VerificationRoutesOptions
     { schema: { params: z.object({ token_id: z.uuid() }) } },
     async (req) => {
       const orgId = guard.admin(req.principal);
-      return revokeToken(tg.db, { orgId, tokenId: req.params.token_id, nowMs: now() });
+      return revokeToken(opts.db, { orgId, tokenId: req.params.token_id, nowMs: now() });
     },
   );
 
   app.get("/v1/receipts/export", { schema: { querystring: ExportQuerySchema } }, async (req) => {
     const { orgId } = guard.member(req.principal);
-    return exportReceipts(tg.db, { orgId, query: req.query, keys: tg.keys, nowMs: now() });
+    return exportReceipts(opts.db, { orgId, query: req.query, keys: opts.signingKeys, nowMs: now() });
   });
 
   app.get("/v1/receipts/checkpoint", async (req, reply) => {
     const { orgId } = guard.member(req.principal);
     reply.header("cache-control", "no-store");
-    return latestCheckpoint(tg.db, { orgId, keys: tg.keys, nowMs: now() });
+    return latestCheckpoint(opts.db, { orgId, keys: opts.signingKeys, nowMs: now() });
   });
 
   app.post("/v1/verification/v2/checkpoints", { schema: { body: CheckpointSchema } }, async (req) => {
     const { orgId } = guard.member(req.principal);
-    const v = await verifyCheckpoint(tg.db, { orgId, checkpoint: req.body, nowMs: now() });
-    tg.metrics.verifications.inc({
+    const v = await verifyCheckpoint(opts.db, { orgId, checkpoint: req.body, nowMs: now() });
+    opts.metrics.verifications.inc({
       surface: "authenticated",
       artifact_type: "checkpoint",
       status: v.overall_status,
@@ -153,7 +165,7 @@ export const verificationRoutes: FastifyPluginAsyncZod<VerificationRoutesOptions
   for (const purpose of ["receipt", "approval"] as const) {
     app.get(`/.well-known/tollgate/${purpose}-keys.json`, async (_req, reply) => {
       reply.header("cache-control", "public, max-age=300");
-      return tg.keys.jwks(purpose);
+      return opts.signingKeys.jwks(purpose);
     });
   }
 
@@ -162,7 +174,7 @@ export const verificationRoutes: FastifyPluginAsyncZod<VerificationRoutesOptions
     {
       schema: { params: z.object({ receipt_id: z.uuid() }) },
       ...legacyHooks(
-        tg,
+        opts.metrics,
         "/v1/receipts/{receipt_id}/verify",
         (req) =>
           `/v1/verification/v2/receipts/${encodeURIComponent((req.params as { receipt_id: string }).receipt_id)}`,
@@ -170,16 +182,26 @@ export const verificationRoutes: FastifyPluginAsyncZod<VerificationRoutesOptions
     },
     async (req) => {
       const orgId = orgCaller(req.principal);
-      const v = await verifyStoredReceipt(tg.db, {
+      const v = await verifyStoredReceipt(opts.db, {
         orgId,
         receiptId: req.params.receipt_id,
-        hmacKey: tg.receiptHmacKey,
+        hmacKey: opts.receiptHmacKey,
         nowMs: now(),
       });
-      tg.metrics.verifications.inc({ surface: "legacy", artifact_type: "receipt", status: v.overall_status });
+      opts.metrics.verifications.inc({
+        surface: "legacy",
+        artifact_type: "receipt",
+        status: v.overall_status,
+      });
       return legacyReceiptView(v);
     },
   );
 
-  await app.register(publicVerificationRoutes, opts.public ?? {});
+  await app.register(publicVerificationRoutes, {
+    ...opts.public,
+    db: opts.db,
+    clock: opts.clock,
+    metrics: opts.metrics,
+    receiptHmacKey: opts.receiptHmacKey,
+  });
 };

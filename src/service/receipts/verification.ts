@@ -43,19 +43,19 @@ import {
   verifyReceiptEvidence,
 } from "../../receipts/evidence.js";
 import { parseReceiptNumber } from "../../receipts/number.js";
-import type { AnySignedReceipt, ReceiptFormat } from "../../receipts/schema.js";
+import type { AnySignedReceipt, IntegrityStatus, LinkStatus, ReceiptFormat } from "../../receipts/schema.js";
 import { receiptHash } from "../../receipts/sign.js";
 import { verifyReceipt } from "../../receipts/verify.js";
-import type { Queryable } from "../db/pool.js";
-import { ApiError, notFound } from "../errors.js";
 import {
   type AttestedApprovalRow,
   approvalAttestationPayload,
   attestationSelect,
 } from "../approvals/attestation.js";
+import type { Queryable } from "../db/pool.js";
+import { ApiError, notFound } from "../errors.js";
+import type { ReceiptRow } from "./complete.js";
 import { loadApprovalRecords, loadEventRecords } from "./evidence.js";
 import type { KeyPurpose } from "./signing-keys.js";
-import type { ReceiptRow } from "./complete.js";
 
 /** Overall result. Receipts: valid | invalid. Approvals add pending and unsigned. */
 export const OverallStatus = {
@@ -69,18 +69,6 @@ export const OverallStatus = {
   unsigned: "unsigned",
 } as const;
 export type OverallStatus = (typeof OverallStatus)[keyof typeof OverallStatus];
-
-/** Integrity status: valid | invalid; not_evaluated for approvals without an attestation. */
-export const IntegrityStatus = {
-  valid: "valid",
-  invalid: "invalid",
-  not_evaluated: "not_evaluated",
-} as const;
-export type IntegrityStatus = (typeof IntegrityStatus)[keyof typeof IntegrityStatus];
-
-/** Chain (link) status of a receipt: see LinkStatusSchema in src/receipts/schema.ts. */
-export const ChainStatus = { valid: "valid", genesis: "genesis", broken: "broken", gap: "gap" } as const;
-export type ChainStatus = (typeof ChainStatus)[keyof typeof ChainStatus];
 
 /** Ed25519 signature status. */
 export const SignatureStatus = {
@@ -161,7 +149,7 @@ export interface ReceiptVerification {
   receipt_format: ReceiptFormat | null;
   overall_status: "valid" | "invalid";
   integrity: { status: "valid" | "invalid" };
-  chain: { status: ChainStatus; predecessor_receipt_number: string | null };
+  chain: { status: LinkStatus; predecessor_receipt_number: string | null };
   signature: SignatureView;
   /** The chain's stored events against the receipt's event hash chain. */
   events: EventsView;
@@ -358,7 +346,7 @@ export async function verifyStoredReceipt(
   }
   if (!storedHashMatches) problems.push(`the stored hash of ${name} does not match its body`);
 
-  let chainStatus: ChainStatus = check.chain.status;
+  let chainStatus: LinkStatus = check.chain.status;
   if (predecessorUnreadable) {
     chainStatus = "broken";
     problems.push(

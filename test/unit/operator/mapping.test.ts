@@ -14,12 +14,12 @@ import {
   GovernancePolicySpecSchema,
   OrganizationSpecSchema,
 } from "../../../operator/crds/schema.js";
-import { PolicyConfigPatchSchema } from "../../../src/policy/schema.js";
 import {
   OrganizationSpecSchema as ServiceOrg,
   PolicySpecSchema as ServicePolicy,
   ApproverTeamSpecSchema as ServiceTeam,
-} from "../../../src/service/orgs/orgs.js";
+} from "../../../src/contract/v1/admin.js";
+import { PolicyConfigPatchSchema } from "../../../src/policy/schema.js";
 
 const root = path.resolve(import.meta.dirname, "../../..");
 const example = async (file: string) =>

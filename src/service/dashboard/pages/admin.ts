@@ -3,6 +3,8 @@
  * public verification tokens (spec: "Public verification token" — issue, copy once, list,
  * revoke), and the organization kill switch and pause.
  */
+
+import type { ReceiptChoice } from "../../receipts/complete.js";
 import type { TokenView } from "../../receipts/public-tokens.js";
 import { formatTime } from "../format.js";
 import { html, type SafeHtml } from "../html.js";
@@ -65,7 +67,7 @@ ${created && secretOnce(`API key “${created.name}”`, created.apiKey, "new-ap
 export function tokensBody(opts: {
   viewer: Viewer;
   tokens: TokenView[];
-  receipts: { id: string; receipt_number: string }[];
+  receipts: ReceiptChoice[];
   issued?: { token: string; publicUrl: string; artifact: string };
 }): SafeHtml {
   const { viewer, tokens, receipts, issued } = opts;

@@ -5,7 +5,7 @@
  * for approvers and admins the decision form (approve or deny with notes, optionally granting a
  * time-boxed exception of 1 hour, 1 day, 1 week or 1 month). Below: recent decisions.
  */
-import type { listApprovals } from "../../approvals/decide.js";
+import type { listApprovals } from "../../approvals/views.js";
 import { durationLabels, formatTime, metricRows, timeLeft } from "../format.js";
 import { html, type SafeHtml } from "../html.js";
 import { badge, csrfField, toneOf, type Viewer } from "../layout.js";

@@ -7,8 +7,10 @@
  * not evaluated (it never committed to them), not that they fail.
  */
 import type { PolicyDecision } from "../../../policy/schema.js";
-import type { Queryable } from "../../db/pool.js";
-import type { chainEvents, chainView } from "../../chains/record.js";
+import type { ChainApproval } from "../../approvals/store.js";
+import type { chainEvents } from "../../chains/store.js";
+import type { chainView } from "../../chains/views.js";
+import type { ChainException } from "../../exceptions/store.js";
 import type { ReceiptVerification } from "../../receipts/verification.js";
 import { decisionLabels, durationLabels, formatTime, metricRows } from "../format.js";
 import { html, type SafeHtml } from "../html.js";
@@ -16,62 +18,6 @@ import { badge, toneOf } from "../layout.js";
 
 type ChainView = ReturnType<typeof chainView>;
 type EventItem = Awaited<ReturnType<typeof chainEvents>>[number];
-
-/** An approval of the chain with its exception. */
-export interface ChainApproval {
-  approval_id: string;
-  event_id: string;
-  status: string;
-  requested_at: Date;
-  expires_at: Date;
-  decided_at: Date | null;
-  decided_by: string | null;
-  notes: string | null;
-  exception_id: string | null;
-  duration: string | null;
-  exception_expires_at: Date | null;
-}
-
-/** An exception referenced by an event of the chain (possibly granted in another chain). */
-export interface ChainException {
-  id: string;
-  approval_id: string;
-  chain_id: string | null;
-  granted_by: string;
-  duration: string;
-  created_at: Date;
-  expires_at: Date;
-  agent_name: string;
-  action_type: string;
-  destination_domain: string | null;
-}
-
-/** Approvals of a chain, oldest first. */
-export async function chainApprovals(q: Queryable, chainId: string): Promise<ChainApproval[]> {
-  const { rows } = await q.query<ChainApproval>(
-    `SELECT a.id AS approval_id, a.event_id, a.status, a.requested_at, a.expires_at, a.decided_at, a.decided_by, a.notes,
-       a.exception_id, e.duration, e.expires_at AS exception_expires_at
-     FROM approvals a LEFT JOIN exceptions e ON e.id = a.exception_id WHERE a.chain_id = $1 ORDER BY a.requested_at`,
-    [chainId],
-  );
-  return rows;
-}
-
-/** The exceptions that authorized events of a chain, by id (scoped to the organization). */
-export async function exceptionsUsed(
-  q: Queryable,
-  orgId: string,
-  ids: string[],
-): Promise<Map<string, ChainException>> {
-  if (ids.length === 0) return new Map();
-  const { rows } = await q.query<ChainException>(
-    `SELECT e.id, e.approval_id, a.chain_id, e.granted_by, e.duration, e.created_at, e.expires_at, e.agent_name, e.action_type,
-       e.destination_domain
-     FROM exceptions e LEFT JOIN approvals a ON a.id = e.approval_id WHERE e.org_id = $1 AND e.id = ANY($2::uuid[])`,
-    [orgId, ids],
-  );
-  return new Map(rows.map((r) => [r.id, r]));
-}
 
 /** What the receipt section shows. */
 export type ReceiptSection =

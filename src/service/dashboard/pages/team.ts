@@ -4,6 +4,8 @@
  * manages them, i.e. managed_by is set), and the organization's members with their roles.
  * Admins may edit unmanaged teams and members here.
  */
+
+import type { MemberRow } from "../../orgs/orgs.js";
 import { html, type SafeHtml } from "../html.js";
 import { badge, csrfField, type Viewer } from "../layout.js";
 
@@ -13,13 +15,6 @@ export interface TeamRow {
   approvers: { email: string; role?: string; name?: string }[];
   fallback_approvers: string[];
   managed_by: string | null;
-}
-
-/** A member as stored. */
-export interface MemberRow {
-  email: string;
-  display_name: string | null;
-  roles: string[];
 }
 
 /** Text of a team's approvers for the edit form: one `email [admin]` per line. */
