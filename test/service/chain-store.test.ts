@@ -6,10 +6,16 @@
 import { randomUUID } from "node:crypto";
 import fc from "fast-check";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { advanceChain, advanceOf, type ChainCounters } from "../../src/service/chains/counters.js";
+import {
+  advanceChain,
+  advanceOf,
+  type ChainAdvance,
+  type ChainCounters,
+} from "../../src/service/chains/counters.js";
 import {
   addApprovedMetrics,
   type ChainRow,
+  type ChainSnapshot,
   type GuardedWrite,
   readChainSnapshot,
   writeEvents,
@@ -26,6 +32,38 @@ const counters = (c: ChainCounters) => ({
   records_modified_count: c.records_modified_count,
   domains_contacted: [...c.domains_contacted].sort(),
   external_comm_agents: [...c.external_comm_agents].sort(),
+});
+
+/** A guarded write of a plain event that advances the chain by `advance`, decided on `snap`. */
+const guardedWrite = (
+  chainId: string,
+  orgId: string,
+  snap: ChainSnapshot,
+  advance: ChainAdvance,
+): GuardedWrite => ({
+  chainId,
+  xmin: snap.xmin,
+  orgId,
+  configVersion: snap.org.config_version,
+  killSwitchActive: snap.org.kill_switch_active,
+  paused: snap.org.paused,
+  keyId: null,
+  advance,
+  event: {
+    id: randomUUID(),
+    org_id: orgId,
+    parent_agent_name: null,
+    action_type: "tool_call",
+    action_name: "t",
+    payload: {},
+    category: "default",
+    facts: {},
+    decision: {},
+    triggers: [],
+    exception_id: null,
+    approval_id: null,
+    recorded_at: new Date().toISOString(),
+  },
 });
 
 const deltaArb = fc.record({
@@ -70,31 +108,7 @@ describe("chain store", () => {
             allowed: step.allowed,
             agentName: step.agent,
           });
-          const write: GuardedWrite = {
-            chainId,
-            xmin: snap.xmin,
-            orgId: owner,
-            configVersion: snap.org.config_version,
-            killSwitchActive: snap.org.kill_switch_active,
-            paused: snap.org.paused,
-            keyId: null,
-            advance,
-            event: {
-              id: randomUUID(),
-              org_id: owner,
-              parent_agent_name: null,
-              action_type: "tool_call",
-              action_name: "t",
-              payload: {},
-              category: "default",
-              facts: {},
-              decision: {},
-              triggers: [],
-              exception_id: null,
-              approval_id: null,
-              recorded_at: new Date().toISOString(),
-            },
-          };
+          const write = guardedWrite(chainId, owner, snap, advance);
           const [xmin] = await writeEvents(db, [write]);
           expect(xmin).not.toBeNull();
           expected = advanceChain(expected, advance);
@@ -126,43 +140,18 @@ describe("chain store", () => {
     const owner = (await db.query("SELECT org_id FROM chains WHERE id = $1", [chainId])).rows[0]!.org_id;
     const snap = await readChainSnapshot(db, { orgId: owner, chainId, keyId: null });
     await db.query("UPDATE chains SET name = 'touched' WHERE id = $1", [chainId]);
-    const [xmin] = await writeEvents(db, [
+    const advance = advanceOf(
       {
-        chainId,
-        xmin: snap.xmin,
-        orgId: owner,
-        configVersion: snap.org.config_version,
-        killSwitchActive: snap.org.kill_switch_active,
-        paused: snap.org.paused,
-        keyId: null,
-        advance: advanceOf(
-          {
-            tokens: 1,
-            estimated_cost_usd: 0,
-            financial_exposure_usd: 0,
-            external_communications: 0,
-            records_modified: 0,
-            domains: [],
-          },
-          { sequence: 1, status: "open", allowed: true, agentName: "a" },
-        ),
-        event: {
-          id: randomUUID(),
-          org_id: owner,
-          parent_agent_name: null,
-          action_type: "tool_call",
-          action_name: "t",
-          payload: {},
-          category: "default",
-          facts: {},
-          decision: {},
-          triggers: [],
-          exception_id: null,
-          approval_id: null,
-          recorded_at: new Date().toISOString(),
-        },
+        tokens: 1,
+        estimated_cost_usd: 0,
+        financial_exposure_usd: 0,
+        external_communications: 0,
+        records_modified: 0,
+        domains: [],
       },
-    ]);
+      { sequence: 1, status: "open", allowed: true, agentName: "a" },
+    );
+    const [xmin] = await writeEvents(db, [guardedWrite(chainId, owner, snap, advance)]);
     expect(xmin).toBeNull();
     const { rows } = await db.query("SELECT count(*)::int AS n FROM chain_events WHERE chain_id = $1", [
       chainId,
