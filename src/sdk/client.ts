@@ -10,19 +10,57 @@
  */
 import { z } from "zod";
 import {
+  type ApprovalStatusResponse,
+  ApprovalStatusResponseSchema,
+  type ApprovalView,
+  ApprovalViewSchema,
+} from "../contract/v1/approvals.js";
+import {
+  type ChainDetail,
+  ChainDetailSchema,
+  type ChainEvent,
+  type ChainView,
+  ChainViewSchema,
+  type CompleteChainRequest,
+  type CompleteResponse,
+  CompleteResponseSchema,
+  type CreateChainRequest,
+  OutcomeBatchResponseSchema,
+  type OutcomeReport,
+  type OutcomeReportResult,
+  OutcomeResponseSchema,
+  type RecordActionRequest,
+  type RecordActionResponse,
+  RecordActionResponseSchema,
+} from "../contract/v1/chains.js";
+import {
   ApprovalStatus,
-  ApprovalStatusSchema,
   type EventOutcome,
   EventOutcomeSchema,
   MAX_OUTCOMES_PER_BATCH,
 } from "../contract/v1/wire.js";
 import type { SignedReceipt } from "../receipts/schema.js";
 import type { ChainConfig } from "./config.js";
-import { type RecordActionResponse, RecordActionResponseSchema, WireDecisionSchema } from "./decision.js";
 import { ServiceApiError, VerificationError } from "./exceptions.js";
 import { type HttpSettings, requestJson } from "./http.js";
 
-export { ApprovalStatus, type EventOutcome, EventOutcomeSchema, MAX_OUTCOMES_PER_BATCH };
+export {
+  ApprovalStatus,
+  type ApprovalStatusResponse,
+  type ApprovalView,
+  type ChainDetail,
+  type ChainEvent,
+  type ChainView,
+  type CompleteChainRequest,
+  type CompleteResponse,
+  type CreateChainRequest,
+  type EventOutcome,
+  EventOutcomeSchema,
+  MAX_OUTCOMES_PER_BATCH,
+  type OutcomeReport,
+  type OutcomeReportResult,
+  type RecordActionRequest,
+};
 
 /** Per-call options. */
 export interface CallOptions {
@@ -53,121 +91,12 @@ export interface ServiceClientOptions {
   fetch?: typeof fetch;
 }
 
-/** Body of POST /v1/chains. */
-export interface CreateChainRequest {
-  name: string;
-  metadata?: Record<string, unknown>;
-  policy_config?: Record<string, unknown>;
-  environment?: string;
-}
-
-/** A chain as the service returns it (POST /v1/chains → 201). */
-export const ChainViewSchema = z.looseObject({
-  chain_id: z.string(),
-  name: z.string(),
-  metadata: z.record(z.string(), z.unknown()).default({}),
-  policy_config: z.record(z.string(), z.unknown()).default({}),
-  environment: z.string(),
-  status: z.string(),
-  failure: z.object({ mode: z.string(), message: z.string() }).nullable().optional(),
-  receipt_id: z.string().nullable().optional(),
-});
-export type ChainView = z.infer<typeof ChainViewSchema>;
-
-/** A stored chain event (GET /v1/chains/{chain_id} → events[]). */
-export const ChainEventSchema = z.looseObject({
-  event_id: z.string(),
-  sequence: z.number(),
-  agent_name: z.string(),
-  parent_agent_name: z.string().nullable(),
-  action_type: z.string(),
-  action_name: z.string(),
-  payload: z.record(z.string(), z.unknown()),
-  category: z.string().nullable(),
-  decision: WireDecisionSchema,
-  approval_id: z.string().nullable(),
-  exception_id: z.string().nullable(),
-});
-export type ChainEvent = z.infer<typeof ChainEventSchema>;
-
-/** GET /v1/chains/{chain_id}: the chain with its events in order. */
-export const ChainDetailSchema = ChainViewSchema.extend({ events: z.array(ChainEventSchema) });
-export type ChainDetail = z.infer<typeof ChainDetailSchema>;
-
-/** Body of POST /v1/chains/{chain_id}/actions (spec: "Recorded action"). Payload already sanitized. */
-export interface RecordActionRequest {
-  agent_name: string;
-  action_type: string;
-  action_name: string;
-  payload?: Record<string, unknown>;
-  parent_agent_name?: string | null;
-}
-
-/** One approval as approval-status returns it. */
-export const ApprovalViewSchema = z.looseObject({
-  approval_id: z.string(),
-  status: ApprovalStatusSchema,
-  condition: z.string().nullable().default(null),
-  notes: z.string().nullable().optional(),
-  decision: WireDecisionSchema,
-  exception: z.looseObject({ exception_id: z.string() }).nullable().default(null),
-  expires_at: z.string().optional(),
-});
-export type ApprovalView = z.infer<typeof ApprovalViewSchema>;
-
-/** GET /v1/chains/{chain_id}/approval-status. */
-export const ApprovalStatusResponseSchema = z.looseObject({
-  chain_id: z.string(),
-  chain_status: z.string(),
-  approval: ApprovalViewSchema.nullable(),
-});
-export type ApprovalStatusResponse = z.infer<typeof ApprovalStatusResponseSchema>;
-
-/** Body of POST /v1/chains/{chain_id}/complete: the failure that ended the chain, if any. */
-export interface CompleteChainRequest {
-  failure?: { mode: string; message: string } | null;
-}
-
-/** POST /v1/chains/{chain_id}/complete → seal result. */
-export const CompleteResponseSchema = z.looseObject({
-  chain_id: z.string(),
-  status: z.string(),
-  receipt_id: z.string(),
-  receipt_number: z.string(),
-});
-export type CompleteResponse = z.infer<typeof CompleteResponseSchema>;
-
 /** The signed receipt JSON (spec: "Receipt"); shape in src/receipts/schema.ts. */
 export type Receipt = SignedReceipt;
 const ReceiptSchema = z.looseObject({
   receipt_number: z.string(),
   chain_id: z.string(),
 }) as unknown as z.ZodType<Receipt>;
-
-/** POST .../events/{event_id}/outcome → the bound outcome. */
-const OutcomeResponseSchema = z.looseObject({
-  chain_id: z.string(),
-  event_id: z.string(),
-  outcome: EventOutcomeSchema,
-});
-
-/** One outcome of a batch (POST /v1/outcomes). */
-export interface OutcomeReport {
-  chain_id: string;
-  event_id: string;
-  outcome: EventOutcome;
-}
-
-/** What the service did with one outcome of a batch, in request order. */
-export const OutcomeReportResultSchema = z.looseObject({
-  chain_id: z.string(),
-  event_id: z.string(),
-  recorded: z.boolean(),
-  /** Why it was not bound: the code the single route would have answered, e.g. TG_ERR_OUTCOME_RECORDED. */
-  error: z.looseObject({ code: z.string(), message: z.string() }).nullable(),
-});
-export type OutcomeReportResult = z.infer<typeof OutcomeReportResultSchema>;
-const OutcomeBatchResponseSchema = z.looseObject({ results: z.array(OutcomeReportResultSchema) });
 
 /** Authenticated v2 verification result (spec: overall_status and integrity.status; rest open). */
 export const VerificationResultSchema = z.looseObject({

@@ -4,11 +4,23 @@
  * snake_case names; the API surface (methods, option objects, error properties) is camelCase.
  * fromWire turns the wire decision of POST /v1/chains/{id}/actions and of approval-status into it.
  */
-import { z } from "zod";
-import { EvaluationModeSchema, Outcome, OutcomeSchema } from "../policy/schema.js";
+
+import {
+  type RecordActionResponse,
+  RecordActionResponseSchema,
+  type WireDecision,
+  WireDecisionSchema,
+} from "../contract/v1/chains.js";
+import { Outcome } from "../policy/schema.js";
 
 // The four policy outcomes are the wire's (src/policy/schema.ts); the SDK re-exports them.
-export { Outcome };
+export {
+  Outcome,
+  type RecordActionResponse,
+  RecordActionResponseSchema,
+  type WireDecision,
+  WireDecisionSchema,
+};
 
 /**
  * Where a decision came from: the spec's backend_evaluation and human_approval, plus our
@@ -61,38 +73,6 @@ export interface PolicyDecision {
 /** Where a decision was recorded: the fields fromWire attaches to a wire decision. */
 export type DecisionWhere = Pick<PolicyDecision, "event_id"> &
   Partial<Pick<PolicyDecision, "sequence" | "approval_id" | "exception_id" | "category">>;
-
-const outcome = OutcomeSchema;
-
-/** The spec's PolicyDecision on the wire; unknown keys are tolerated. */
-export const WireDecisionSchema = z.looseObject({
-  policy_decision: outcome,
-  decision_reason: z.string().default(""),
-  decision_source: z.string().default("backend_evaluation"),
-  policy_name: z.string().nullable().default(null),
-  kill_switch_active: z.boolean().default(false),
-  pause_reason: z.string().nullable().default(null),
-  remediation: z.string().nullable().default(null),
-  docs_url: z.string().nullable().default(null),
-  evaluation_mode: EvaluationModeSchema.nullable().default(null),
-  shadow_decision: outcome.nullable().default(null),
-  estimated_cost_usd: z.number().nullable().default(null),
-  auto_paused: z.boolean().default(false),
-});
-export type WireDecision = z.infer<typeof WireDecisionSchema>;
-
-/** Response of POST /v1/chains/{chain_id}/actions: the decision plus where it was recorded. */
-export const RecordActionResponseSchema = WireDecisionSchema.extend({
-  event_id: z.string(),
-  chain_id: z.string().optional(),
-  sequence: z.number().int().nullable().optional(),
-  category: z.string().nullable().default(null),
-  approval_id: z.string().nullable().default(null),
-  approval_expires_at: z.string().nullable().default(null),
-  exception_id: z.string().nullable().default(null),
-  chain_status: z.string().optional(),
-});
-export type RecordActionResponse = z.infer<typeof RecordActionResponseSchema>;
 
 const knownSource = (s: string): DecisionSource =>
   s === "human_approval" || s === "fail_mode" ? s : "backend_evaluation";

@@ -5,9 +5,10 @@
  * still waits. Each resolution is signed with the active "approval" key when keys are given, and
  * wakes the chain's held approval-status requests once committed.
  */
-import { z } from "zod";
+
+import type { DecideApproval, WithdrawApproval } from "../../contract/v1/approvals.js";
 import { ApiErrorCode } from "../../contract/v1/errors.js";
-import { type ApprovalStatus, ExceptionDurationSchema } from "../../contract/v1/wire.js";
+import type { ApprovalStatus } from "../../contract/v1/wire.js";
 import { redactText } from "../../policy/sanitize.js";
 import { addApprovedMetrics } from "../chains/store.js";
 import type { Clock } from "../clock.js";
@@ -29,20 +30,6 @@ export interface ResolveDeps {
   /** Signs each resolution with the active "approval" key (attestation.ts); unsigned without. */
   signingKeys?: SigningKeys;
 }
-
-/** Body of POST /v1/approvals/{approval_id}/decision. */
-export const DecideApprovalSchema = z
-  .object({
-    decision: z.enum(["approve", "deny"]),
-    notes: z.string().max(2000).optional(),
-    exception_duration: ExceptionDurationSchema.optional(),
-  })
-  .strict()
-  .refine((b) => b.decision === "approve" || b.exception_duration === undefined, {
-    message: "an exception can only be granted when approving",
-    path: ["exception_duration"],
-  });
-export type DecideApproval = z.infer<typeof DecideApprovalSchema>;
 
 const alreadyResolved = (approvalId: string, status: ApprovalStatus) =>
   conflict(ApiErrorCode.APPROVAL_RESOLVED, `The approval is already ${status}`, {
@@ -132,13 +119,6 @@ export async function decideApproval(
   if (refused) throw alreadyResolved(opts.approvalId, refused);
   return getApproval(deps.db, opts.orgId, opts.approvalId);
 }
-
-/** Body of POST /v1/approvals/{approval_id}/withdraw. */
-export const WithdrawApprovalSchema = z.preprocess(
-  (v) => v ?? {},
-  z.object({ reason: z.string().max(500).optional() }).strict(),
-);
-export type WithdrawApproval = z.infer<typeof WithdrawApprovalSchema>;
 
 /**
  * The caller withdraws its own pending approval (beyond the spec: an MCP client cancelled the

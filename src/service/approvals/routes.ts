@@ -5,16 +5,11 @@
  */
 import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
 import { z } from "zod";
+import { DecideApprovalSchema, WithdrawApprovalSchema } from "../../contract/v1/approvals.js";
 import { ApprovalStatusSchema } from "../../contract/v1/wire.js";
 import { guard, principalLabel } from "../auth.js";
 import type { Metrics } from "../metrics.js";
-import {
-  DecideApprovalSchema,
-  decideApproval,
-  type ResolveDeps,
-  WithdrawApprovalSchema,
-  withdrawApproval,
-} from "./decide.js";
+import { decideApproval, type ResolveDeps, withdrawApproval } from "./decide.js";
 import { getApproval, listApprovals } from "./views.js";
 
 /** What the approval routes use. */

@@ -2,7 +2,10 @@
  * Approvals as the API and the dashboard show them: GET /v1/approvals(/{id}),
  * GET /v1/chains/{chain_id}/approval-status (spec: "Approval request", approval polling).
  */
+
 import { z } from "zod";
+import type { ApprovalStatusResponseSchema, ApprovalViewSchema } from "../../contract/v1/approvals.js";
+import type { WireOf } from "../../contract/v1/chains.js";
 import type { ApprovalStatus } from "../../contract/v1/wire.js";
 import { getChain } from "../chains/store.js";
 import { cumulativeMetrics } from "../chains/views.js";
@@ -42,7 +45,7 @@ export function approvalView(a: ApprovalReadRow) {
           expires_at: new Date(a.exception_expires_at as Date).toISOString(),
         }
       : null,
-  };
+  } satisfies WireOf<typeof ApprovalViewSchema>;
 }
 export type ApprovalView = ReturnType<typeof approvalView>;
 
@@ -84,7 +87,11 @@ export async function approvalStatus(
     await timeoutApprovalJob(deps, row.id, nowMs);
     return approvalStatus(deps, opts);
   }
-  return { chain_id: opts.chainId, chain_status: chain.status, approval: row ? approvalView(row) : null };
+  return {
+    chain_id: opts.chainId,
+    chain_status: chain.status,
+    approval: row ? approvalView(row) : null,
+  } satisfies WireOf<typeof ApprovalStatusResponseSchema>;
 }
 
 /** Approvals of an organization, newest first, optionally by status, with their action. */

@@ -24,8 +24,14 @@
 
 import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
 import { z } from "zod";
+import {
+  OutcomeBatchSchema,
+  type OutcomeReportResultSchema,
+  type OutcomeResponseSchema,
+  type WireOf,
+} from "../../contract/v1/chains.js";
 import { ApiErrorCode } from "../../contract/v1/errors.js";
-import { type EventOutcome, EventOutcomeSchema, MAX_OUTCOMES_PER_BATCH } from "../../contract/v1/wire.js";
+import { type EventOutcome, EventOutcomeSchema } from "../../contract/v1/wire.js";
 import { guard } from "../auth.js";
 import type { Database } from "../db/pool.js";
 import { ApiError, conflict, notFound } from "../errors.js";
@@ -33,16 +39,8 @@ import { getChain } from "./store.js";
 
 const Params = z.object({ chain_id: z.uuid(), event_id: z.uuid() });
 
-const BatchItem = z.object({ chain_id: z.uuid(), event_id: z.uuid(), outcome: EventOutcomeSchema }).strict();
-const BatchBody = z.object({ outcomes: z.array(BatchItem).min(1).max(MAX_OUTCOMES_PER_BATCH) }).strict();
-
 /** One item's result in POST /v1/outcomes. */
-export interface BatchResult {
-  chain_id: string;
-  event_id: string;
-  recorded: boolean;
-  error: { code: string; message: string } | null;
-}
+export type BatchResult = WireOf<typeof OutcomeReportResultSchema>;
 
 /**
  * Binds `outcome` to an allowed event of an open chain, once. One statement on the hot path:
@@ -55,7 +53,7 @@ export interface BatchResult {
 export async function recordOutcome(
   db: Database,
   opts: { orgId: string; chainId: string; eventId: string; outcome: EventOutcome },
-): Promise<{ chain_id: string; event_id: string; outcome: EventOutcome }> {
+): Promise<WireOf<typeof OutcomeResponseSchema>> {
   const { rowCount } = await db.query(
     `UPDATE chain_events SET outcome = $4
      WHERE id = $3 AND chain_id = $1 AND outcome IS NULL
@@ -161,7 +159,7 @@ export const outcomeRoutes: FastifyPluginAsyncZod<{ db: Database }> = async (app
       });
     },
   );
-  app.post("/v1/outcomes", { schema: { body: BatchBody } }, async (req) => {
+  app.post("/v1/outcomes", { schema: { body: OutcomeBatchSchema } }, async (req) => {
     const orgId = guard.client(req.principal);
     return { results: await recordOutcomes(deps.db, orgId, req.body.outcomes) };
   });

@@ -5,7 +5,7 @@
  * with its durable timers and mail — in one statement or one transaction.
  */
 import { randomUUID } from "node:crypto";
-import { z } from "zod";
+import type { CreateChain, RecordActionResponseSchema, WireOf } from "../../contract/v1/chains.js";
 import { ApiErrorCode } from "../../contract/v1/errors.js";
 import { MAX_BODY_BYTES } from "../../contract/v1/limits.js";
 import type { ChainLifecycle } from "../../contract/v1/wire.js";
@@ -14,7 +14,6 @@ import { mergePolicyConfig } from "../../policy/merge.js";
 import { redactText, sanitizePayload } from "../../policy/sanitize.js";
 import {
   type Action,
-  ActionSchema,
   type ActiveException,
   PolicyConfigPatchSchema,
   type PolicyDecision,
@@ -30,20 +29,6 @@ import type { RecordBatcher } from "./record-batch.js";
 import type { CachedChain, ChainSnapshotCache } from "./snapshot-cache.js";
 import { type ChainRow, type GuardedWrite, insertChain, readChainSnapshot, writeEvents } from "./store.js";
 import { type ChainView, chainView } from "./views.js";
-
-/** Body of POST /v1/chains. */
-export const CreateChainSchema = z
-  .object({
-    name: z.string().min(1).max(200),
-    metadata: z.record(z.string(), z.unknown()).default({}),
-    policy_config: PolicyConfigPatchSchema.default({}),
-    environment: z.string().min(1).max(63).optional(),
-  })
-  .strict();
-export type CreateChain = z.infer<typeof CreateChainSchema>;
-
-/** Body of POST /v1/chains/{chain_id}/actions (spec: "Recorded action"). */
-export const RecordActionSchema = ActionSchema;
 
 /** Server-side sanitization limit of payload strings (spec: "Limits", payload sanitization defaults). */
 export const MAX_PAYLOAD_STRING_LENGTH = 1000;
@@ -145,7 +130,7 @@ function result(ev: Evaluation, write: GuardedWrite, expiresAt: string | null): 
     exception_id: ev.exception_id,
     chain_status: write.advance.status,
     ...ev.decision,
-  };
+  } satisfies WireOf<typeof RecordActionResponseSchema>;
 }
 
 /**

@@ -6,6 +6,7 @@
  */
 import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
 import { z } from "zod";
+import { CompleteChainSchema, CreateChainSchema, RecordActionSchema } from "../../contract/v1/chains.js";
 import { Attr, SpanKind, setAttributes, withSpan } from "../../telemetry/tracing.js";
 import { ApprovalStatusQuerySchema, approvalStatus } from "../approvals/views.js";
 import type { ApprovalWaiters } from "../approvals/waiters.js";
@@ -15,11 +16,11 @@ import type { Database } from "../db/pool.js";
 import { ApiError } from "../errors.js";
 import type { Metrics } from "../metrics.js";
 import type { OrgConfigCache } from "../orgs/orgs.js";
-import { CompleteChainSchema, completeChain, getChainReceipt, getReceipt } from "../receipts/complete.js";
+import { completeChain, getChainReceipt, getReceipt } from "../receipts/complete.js";
 import type { SigningKeys } from "../receipts/signing-keys.js";
 import { chainEvidence } from "../receipts/verification.js";
 import { serviceTracer } from "../tracing.js";
-import { CreateChainSchema, createChain, previewAction, RecordActionSchema, recordAction } from "./record.js";
+import { createChain, previewAction, recordAction } from "./record.js";
 import type { RecordBatcher } from "./record-batch.js";
 import type { ChainSnapshotCache } from "./snapshot-cache.js";
 import { chainEvents, getChain } from "./store.js";

@@ -4,6 +4,7 @@
  * (approvals/decide.ts) both advance a chain through {@link advanceSetSql}, the SQL form of
  * counters.ts `advanceChain`; events are inserted only by {@link writeEvents}.
  */
+import type { ChainEventSchema, WireOf } from "../../contract/v1/chains.js";
 import type { ChainLifecycle } from "../../contract/v1/wire.js";
 import type { PolicyDecision } from "../../policy/schema.js";
 import type { PreparedStatement, Queryable } from "../db/pool.js";
@@ -312,5 +313,5 @@ export async function chainEvents(q: Queryable, chainId: string) {
     approval_id: r.approval_id as string | null,
     recorded_at: new Date(r.recorded_at).toISOString(),
     outcome: r.outcome,
-  }));
+  })) satisfies WireOf<typeof ChainEventSchema>[];
 }

@@ -1,4 +1,5 @@
 /** The chain as the API, receipts and mail show it (spec: "Chain", receipt cumulative_metrics). */
+import type { ChainViewSchema, WireOf } from "../../contract/v1/chains.js";
 import type { ChainRow } from "./store.js";
 
 /** The chain as the API returns it (GET /v1/chains/{chain_id}, POST /v1/chains). */
@@ -16,7 +17,7 @@ export function chainView(c: ChainRow) {
     total_actions: c.event_count,
     cumulative_metrics: cumulativeMetrics(c),
     receipt_id: c.receipt_id,
-  };
+  } satisfies WireOf<typeof ChainViewSchema>;
 }
 export type ChainView = ReturnType<typeof chainView>;
 

@@ -14,6 +14,7 @@
  */
 import { randomUUID } from "node:crypto";
 import { z } from "zod";
+import type { CompleteChain, CompleteResponseSchema, WireOf } from "../../contract/v1/chains.js";
 import { ApiErrorCode } from "../../contract/v1/errors.js";
 import { redactText } from "../../policy/sanitize.js";
 import { canonicalJson } from "../../receipts/canonical.js";
@@ -34,24 +35,6 @@ import type { OrgConfigCache } from "../orgs/orgs.js";
 import { orgById } from "../orgs/orgs.js";
 import { loadEventRecords } from "./evidence.js";
 import type { SigningKeys } from "./signing-keys.js";
-
-/** Body of POST /v1/chains/{chain_id}/complete: normal completion, or the failure that ended it. */
-export const CompleteChainSchema = z.preprocess(
-  (v) => v ?? {},
-  z
-    .object({
-      failure: z
-        .object({
-          mode: z.string().min(1).max(200),
-          message: z.string().max(2000).default(""),
-        })
-        .strict()
-        .nullable()
-        .optional(),
-    })
-    .strict(),
-);
-export type CompleteChain = z.infer<typeof CompleteChainSchema>;
 
 /** Answer of POST /v1/chains/{chain_id}/complete. */
 export interface CompletionResult {
@@ -179,7 +162,7 @@ export async function completeChain(
       receipt_id: receiptId,
       receipt_number: body.receipt_number,
       checkpoint,
-    };
+    } satisfies CompletionResult & WireOf<typeof CompleteResponseSchema>;
   });
 }
 

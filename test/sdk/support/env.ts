@@ -3,7 +3,7 @@
  * listen: true), an organization with client and admin keys, and a virtual ticker that stands
  * in for the poll loop's sleep and clock (the HTTP stays real).
  */
-import { type ChainDetail, ChainDetailSchema } from "../../../src/sdk/client.js";
+import { type ChainDetail, ChainDetailSchema } from "../../../src/contract/v1/chains.js";
 import {
   type ChainConfig,
   createConfig,

@@ -8,8 +8,9 @@
 import type { FastifyInstance, FastifyReply } from "fastify";
 import type { ZodTypeProvider } from "fastify-type-provider-zod";
 import { z } from "zod";
+import type { DecideApproval } from "../../../contract/v1/approvals.js";
 import { ExceptionDurationSchema } from "../../../contract/v1/wire.js";
-import { type DecideApproval, decideApproval } from "../../approvals/decide.js";
+import { decideApproval } from "../../approvals/decide.js";
 import { getApproval, listApprovals } from "../../approvals/views.js";
 import { ApiError } from "../../errors.js";
 import { durationLabels, formatTime } from "../format.js";
