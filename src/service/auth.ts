@@ -139,10 +139,14 @@ export async function revokeApiKey(
   return Boolean(rowCount);
 }
 
-/** The API keys of an organization, oldest first, without secrets (the admin API's and dashboard's list). */
-export async function listApiKeys(q: Queryable, orgId: string) {
+/**
+ * The API keys of an organization without secrets, by creation time: oldest first (the admin
+ * API) or newest first (the dashboard).
+ */
+export async function listApiKeys(q: Queryable, orgId: string, order: "oldest" | "newest" = "oldest") {
   const { rows } = await q.query(
-    "SELECT id, name, role, prefix, created_at, revoked_at FROM api_keys WHERE org_id = $1 ORDER BY created_at",
+    `SELECT id, name, role, prefix, created_at, revoked_at FROM api_keys WHERE org_id = $1
+     ORDER BY created_at ${order === "newest" ? "DESC" : "ASC"}`,
     [orgId],
   );
   return rows.map((r) => ({

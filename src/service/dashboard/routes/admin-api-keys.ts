@@ -30,7 +30,7 @@ export function adminApiKeyRoutes(app: FastifyInstance, deps: DashboardDeps): vo
     created?: { name: string; apiKey: string },
   ) {
     // Newest first: the admin API lists them oldest first.
-    const keys = (await listApiKeys(ctx.db, v.orgId)).reverse();
+    const keys = await listApiKeys(ctx.db, v.orgId, "newest");
     return renderPage(reply, deps, v, "API keys", apiKeysBody({ viewer: v, keys, created }), {
       active: "api-keys",
       notices,
