@@ -19,7 +19,7 @@ import { escalateApprovalJob, timeoutApprovalJob } from "./approvals/timers.js";
 import { ApprovalWaiters } from "./approvals/waiters.js";
 import { API_KEY_PREFIX, ApiKeyCache, authenticate, bearerOf } from "./auth.js";
 import { rejectUnsafeInput, requirePrincipal } from "./boundary.js";
-import { outcomeRoutes } from "./chains/outcomes.js";
+import { outcomeRoutes } from "./chains/outcome-routes.js";
 import { RecordBatcher } from "./chains/record-batch.js";
 import { chainRoutes } from "./chains/routes.js";
 import { ChainSnapshotCache } from "./chains/snapshot-cache.js";

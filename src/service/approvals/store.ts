@@ -82,6 +82,14 @@ export async function lockApprovalIfAny(q: Queryable, approvalId: string): Promi
   return rows[0];
 }
 
+/** The organization of an approval, or undefined when there is no such approval. */
+export async function approvalOrgId(q: Queryable, approvalId: string): Promise<string | undefined> {
+  const { rows } = await q.query<{ org_id: string }>("SELECT org_id FROM approvals WHERE id = $1", [
+    approvalId,
+  ]);
+  return rows[0]?.org_id;
+}
+
 /** Locks the pending approvals of a chain. */
 export async function lockPendingOfChain(q: Queryable, chainId: string): Promise<ApprovalRow[]> {
   const { rows } = await q.query<ApprovalRow>(

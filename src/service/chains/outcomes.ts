@@ -1,5 +1,5 @@
 /**
- * Outcomes, not just attempts: after carrying out an allowed action, a client (the sidecar)
+ * Outcomes, not just attempts (the logic; the routes are outcome-routes.ts, the SQL store.ts): after carrying out an allowed action, a client (the sidecar)
  * reports what happened, and the service binds it to the event so that the receipt's
  * events_summary shows it (`outcome`, receipts/schema.ts EventOutcomeSchema).
  *
@@ -22,28 +22,19 @@
  *          TG_ERR_OUTCOME_RECORDED). An item refused does not refuse the others.
  */
 
-import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
-import { z } from "zod";
-import {
-  OutcomeBatchSchema,
-  type OutcomeReportResultSchema,
-  type OutcomeResponseSchema,
-  type WireOf,
-} from "../../contract/v1/chains.js";
+import type { OutcomeReportResultSchema, OutcomeResponseSchema, WireOf } from "../../contract/v1/chains.js";
 import { ApiErrorCode } from "../../contract/v1/errors.js";
-import { type EventOutcome, EventOutcomeSchema } from "../../contract/v1/wire.js";
-import { guard } from "../auth.js";
+import type { EventOutcome } from "../../contract/v1/wire.js";
 import type { Database } from "../db/pool.js";
 import { ApiError, conflict, notFound } from "../errors.js";
-import { getChain } from "./store.js";
-
-const Params = z.object({ chain_id: z.uuid(), event_id: z.uuid() });
+import { bindOutcomes, eventOutcomeState, getChain } from "./store.js";
 
 /** One item's result in POST /v1/outcomes. */
 export type BatchResult = WireOf<typeof OutcomeReportResultSchema>;
 
 /**
- * Binds `outcome` to an allowed event of an open chain, once. One statement on the hot path:
+ * Binds `outcome` to an allowed event of an open chain, once (store.ts bindOutcomes, a batch
+ * of one). One statement on the hot path:
  * the chain row is held with FOR KEY SHARE only for that statement, so it never queues behind
  * or holds up the next action's recording for long, while a concurrent completion (FOR UPDATE)
  * either sees the outcome in the receipt or makes this report fail with 409. When nothing was
@@ -54,14 +45,10 @@ export async function recordOutcome(
   db: Database,
   opts: { orgId: string; chainId: string; eventId: string; outcome: EventOutcome },
 ): Promise<WireOf<typeof OutcomeResponseSchema>> {
-  const { rowCount } = await db.query(
-    `UPDATE chain_events SET outcome = $4
-     WHERE id = $3 AND chain_id = $1 AND outcome IS NULL
-       AND decision->>'policy_decision' IN ('allow', 'allow_with_flag')
-       AND EXISTS (SELECT 1 FROM chains WHERE id = $1 AND org_id = $2 AND status NOT IN ('completed', 'failed') FOR KEY SHARE)`,
-    [opts.chainId, opts.orgId, opts.eventId, opts.outcome],
-  );
-  if (rowCount !== 1) await explainRefusal(db, opts);
+  const bound = await bindOutcomes(db, opts.orgId, [
+    { chain_id: opts.chainId, event_id: opts.eventId, outcome: opts.outcome },
+  ]);
+  if (!bound.has(opts.eventId)) await explainRefusal(db, opts);
   return { chain_id: opts.chainId, event_id: opts.eventId, outcome: opts.outcome };
 }
 
@@ -79,16 +66,7 @@ export async function recordOutcomes(
   // repeated event is explained below like any refused item.
   const seen = new Set<string>();
   const unique = items.filter((i) => !seen.has(i.event_id) && seen.add(i.event_id));
-  const { rows } = await db.query<{ id: string }>(
-    `UPDATE chain_events e SET outcome = v.outcome
-     FROM jsonb_to_recordset($2::jsonb) AS v(chain_id uuid, event_id uuid, outcome jsonb)
-     WHERE e.id = v.event_id AND e.chain_id = v.chain_id AND e.outcome IS NULL
-       AND e.decision->>'policy_decision' IN ('allow', 'allow_with_flag')
-       AND EXISTS (SELECT 1 FROM chains c WHERE c.id = v.chain_id AND c.org_id = $1 AND c.status NOT IN ('completed', 'failed') FOR KEY SHARE)
-     RETURNING e.id`,
-    [orgId, JSON.stringify(unique)],
-  );
-  const bound = new Set(rows.map((r) => r.id));
+  const bound = await bindOutcomes(db, orgId, unique);
   const results: BatchResult[] = [];
   for (const item of items) {
     const result = { chain_id: item.chain_id, event_id: item.event_id };
@@ -122,11 +100,7 @@ async function explainRefusal(
       },
     );
   }
-  const { rows } = await db.query<{ decision: { policy_decision: string }; outcome: EventOutcome | null }>(
-    "SELECT decision, outcome FROM chain_events WHERE id = $1 AND chain_id = $2",
-    [opts.eventId, chain.id],
-  );
-  const event = rows[0];
+  const event = await eventOutcomeState(db, chain.id, opts.eventId);
   if (!event) throw notFound("Event");
   if (event.outcome !== null) {
     throw conflict(ApiErrorCode.OUTCOME_RECORDED, "An outcome was already reported for this event", {
@@ -143,24 +117,3 @@ async function explainRefusal(
     },
   );
 }
-
-/** POST /v1/chains/{chain_id}/events/{event_id}/outcome and POST /v1/outcomes. */
-export const outcomeRoutes: FastifyPluginAsyncZod<{ db: Database }> = async (app, deps) => {
-  app.post(
-    "/v1/chains/:chain_id/events/:event_id/outcome",
-    { schema: { params: Params, body: EventOutcomeSchema } },
-    async (req) => {
-      const orgId = guard.client(req.principal);
-      return recordOutcome(deps.db, {
-        orgId,
-        chainId: req.params.chain_id,
-        eventId: req.params.event_id,
-        outcome: req.body,
-      });
-    },
-  );
-  app.post("/v1/outcomes", { schema: { body: OutcomeBatchSchema } }, async (req) => {
-    const orgId = guard.client(req.principal);
-    return { results: await recordOutcomes(deps.db, orgId, req.body.outcomes) };
-  });
-};

@@ -5,7 +5,7 @@
  * counters.ts `advanceChain`; events are inserted only by {@link writeEvents}.
  */
 import type { ChainEventSchema, WireOf } from "../../contract/v1/chains.js";
-import type { ChainLifecycle } from "../../contract/v1/wire.js";
+import type { ChainLifecycle, EventOutcome } from "../../contract/v1/wire.js";
 import type { PolicyDecision } from "../../policy/schema.js";
 import type { PreparedStatement, Queryable } from "../db/pool.js";
 import { notFound, unauthorized } from "../errors.js";
@@ -314,4 +314,65 @@ export async function chainEvents(q: Queryable, chainId: string) {
     recorded_at: new Date(r.recorded_at).toISOString(),
     outcome: r.outcome,
   })) satisfies WireOf<typeof ChainEventSchema>[];
+}
+
+/** Seals a chain: completed or failed (with its failure), when, and the receipt that seals it. */
+export async function sealChain(
+  q: Queryable,
+  chainId: string,
+  seal: {
+    status: "completed" | "failed";
+    failure: { mode: string; message: string } | null;
+    completedAt: Date;
+    receiptId: string;
+  },
+): Promise<void> {
+  await q.query(
+    "UPDATE chains SET status = $2, failure = $3, completed_at = $4, receipt_id = $5 WHERE id = $1",
+    [chainId, seal.status, seal.failure, seal.completedAt, seal.receiptId],
+  );
+}
+
+/** How many events the chains hold together. */
+export async function countEvents(q: Queryable, chainIds: string[]): Promise<number> {
+  const { rows } = await q.query(
+    "SELECT count(*)::int AS n FROM chain_events WHERE chain_id = ANY($1::uuid[])",
+    [chainIds],
+  );
+  return Number(rows[0]?.n ?? 0);
+}
+
+/**
+ * Binds outcomes to their events in one statement: an event gets its outcome only if it has
+ * none, it was allowed, and its chain is an open chain of `orgId` (held FOR KEY SHARE for the
+ * statement only). Each event id at most once in `items`. Returns the ids of the bound events.
+ */
+export async function bindOutcomes(
+  q: Queryable,
+  orgId: string,
+  items: readonly { chain_id: string; event_id: string; outcome: EventOutcome }[],
+): Promise<Set<string>> {
+  const { rows } = await q.query<{ id: string }>(
+    `UPDATE chain_events e SET outcome = v.outcome
+     FROM jsonb_to_recordset($2::jsonb) AS v(chain_id uuid, event_id uuid, outcome jsonb)
+     WHERE e.id = v.event_id AND e.chain_id = v.chain_id AND e.outcome IS NULL
+       AND e.decision->>'policy_decision' IN ('allow', 'allow_with_flag')
+       AND EXISTS (SELECT 1 FROM chains c WHERE c.id = v.chain_id AND c.org_id = $1 AND c.status NOT IN ('completed', 'failed') FOR KEY SHARE)
+     RETURNING e.id`,
+    [orgId, JSON.stringify(items)],
+  );
+  return new Set(rows.map((r) => r.id));
+}
+
+/** An event's decision and outcome (why an outcome was refused), or undefined when the chain has no such event. */
+export async function eventOutcomeState(
+  q: Queryable,
+  chainId: string,
+  eventId: string,
+): Promise<{ decision: { policy_decision: string }; outcome: EventOutcome | null } | undefined> {
+  const { rows } = await q.query<{ decision: { policy_decision: string }; outcome: EventOutcome | null }>(
+    "SELECT decision, outcome FROM chain_events WHERE id = $1 AND chain_id = $2",
+    [eventId, chainId],
+  );
+  return rows[0];
 }

@@ -30,6 +30,9 @@ export interface Organization {
   settings: { evaluation_mode?: "enforce" | "shadow"; runaway_limits?: Record<string, number> };
   config_version: string;
   managed_by: string | null;
+  /** Head of the receipt log (receipts/store.ts): the last sequence (bigint, as text) and hash. */
+  receipt_seq: string | number;
+  last_receipt_hash: string | null;
 }
 
 const contentHash = (value: unknown): string =>
@@ -47,6 +50,12 @@ export async function orgById(q: Queryable, id: string): Promise<Organization> {
   const { rows } = await q.query<Organization>("SELECT * FROM organizations WHERE id = $1", [id]);
   if (!rows[0]) throw notFound("Organization");
   return rows[0];
+}
+
+/** The slug of an organization, or undefined when it does not exist. */
+export async function orgSlug(q: Queryable, id: string): Promise<string | undefined> {
+  const { rows } = await q.query<{ slug: string }>("SELECT slug FROM organizations WHERE id = $1", [id]);
+  return rows[0]?.slug;
 }
 
 /** The view of an organization the admin API returns. */

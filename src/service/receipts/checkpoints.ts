@@ -7,7 +7,9 @@
  */
 import { type Checkpoint, signCheckpoint } from "../../receipts/checkpoint.js";
 import type { Queryable } from "../db/pool.js";
+import { orgSlug } from "../orgs/orgs.js";
 import type { SigningKeys } from "./signing-keys.js";
+import { newestReceipt } from "./store.js";
 
 /**
  * A checkpoint of the organization's newest stored receipt (sequence 0 and null number and hash
@@ -17,16 +19,12 @@ export async function latestCheckpoint(
   q: Queryable,
   opts: { orgId: string; keys: SigningKeys; nowMs: number },
 ): Promise<Checkpoint> {
-  const org = await q.query<{ slug: string }>("SELECT slug FROM organizations WHERE id = $1", [opts.orgId]);
-  const { rows } = await q.query<{ sequence: string; receipt_number: string; receipt_hash: string }>(
-    "SELECT sequence, receipt_number, receipt_hash FROM receipts WHERE org_id = $1 ORDER BY sequence DESC LIMIT 1",
-    [opts.orgId],
-  );
-  const head = rows[0];
+  const slug = await orgSlug(q, opts.orgId);
+  const head = await newestReceipt(q, opts.orgId);
   const key = await opts.keys.active("receipt");
   return signCheckpoint(
     {
-      organization: org.rows[0]!.slug,
+      organization: slug!,
       sequence: head ? Number(head.sequence) : 0,
       receipt_number: head?.receipt_number ?? null,
       receipt_hash: head?.receipt_hash ?? null,

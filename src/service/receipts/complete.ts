@@ -26,15 +26,16 @@ import { receiptHash, signReceipt } from "../../receipts/sign.js";
 import { signUnsignedResolutions } from "../approvals/attestation.js";
 import { cancelPendingApprovals } from "../approvals/decide.js";
 import type { ApprovalWaiters } from "../approvals/waiters.js";
-import { type ChainRow, getChain } from "../chains/store.js";
+import { type ChainRow, getChain, sealChain } from "../chains/store.js";
 import { cumulativeMetrics } from "../chains/views.js";
 import type { Clock } from "../clock.js";
 import type { Database, Queryable } from "../db/pool.js";
 import { conflict, notFound } from "../errors.js";
 import type { OrgConfigCache } from "../orgs/orgs.js";
 import { orgById } from "../orgs/orgs.js";
-import { loadEventRecords } from "./evidence.js";
+import { loadEventRecords, loadReceiptApprovals } from "./evidence.js";
 import type { SigningKeys } from "./signing-keys.js";
+import { appendReceipt, lockReceiptLog } from "./store.js";
 
 /** Answer of POST /v1/chains/{chain_id}/complete. */
 export interface CompletionResult {
@@ -85,14 +86,10 @@ export async function completeChain(
     const failure = given && { mode: redactText(given.mode), message: redactText(given.message) };
     const status = failure ? "failed" : "completed";
     // The per-organization lock: every append of this organization waits here.
-    const { rows: orgRows } = await q.query(
-      "SELECT receipt_seq, last_receipt_hash FROM organizations WHERE id = $1 FOR UPDATE",
-      [opts.orgId],
-    );
+    const log = await lockReceiptLog(q, opts.orgId);
     const org = await orgById(q, opts.orgId);
     const { policyVersion } = await opts.configs.get(q, org);
-    const lock = orgRows[0]!;
-    const sequence = Number(lock.receipt_seq) + 1;
+    const sequence = log.sequence + 1;
     const receiptId = randomUUID();
     const { events, eventChain } = await receiptEvents(q, chain.id);
     const approvals = await receiptApprovals(q, chain.id);
@@ -116,36 +113,24 @@ export async function completeChain(
       events_summary: events,
       event_chain: eventChain,
       policy_version: policyVersion,
-      previous_receipt_hash: lock.last_receipt_hash ?? null,
+      previous_receipt_hash: log.lastHash,
     };
     const signed = signReceipt(body, {
       hmacKey: opts.hmacKey,
       ed25519: { kid: signingKey.kid, privateKey: signingKey.privateKey },
     });
     const hash = receiptHash(signed);
-    await q.query(
-      `INSERT INTO receipts (id, org_id, chain_id, sequence, receipt_number, body, receipt_hash, created_at)
-       VALUES ($1,$2,$3,$4,$5,$6,$7,$8)`,
-      [
-        receiptId,
-        opts.orgId,
-        chain.id,
-        sequence,
-        body.receipt_number,
-        canonicalJson(signed),
-        hash,
-        new Date(nowMs),
-      ],
-    );
-    await q.query("UPDATE organizations SET receipt_seq = $2, last_receipt_hash = $3 WHERE id = $1", [
-      opts.orgId,
+    await appendReceipt(q, {
+      id: receiptId,
+      org_id: opts.orgId,
+      chain_id: chain.id,
       sequence,
-      hash,
-    ]);
-    await q.query(
-      "UPDATE chains SET status = $2, failure = $3, completed_at = $4, receipt_id = $5 WHERE id = $1",
-      [chain.id, status, failure, new Date(nowMs), receiptId],
-    );
+      receipt_number: body.receipt_number,
+      body: canonicalJson(signed),
+      receipt_hash: hash,
+      createdAt: new Date(nowMs),
+    });
+    await sealChain(q, chain.id, { status, failure, completedAt: new Date(nowMs), receiptId });
     const checkpoint = signCheckpoint(
       {
         organization: org.slug,
@@ -215,13 +200,7 @@ async function receiptEvents(
 }
 
 async function receiptApprovals(q: Queryable, chainId: string): Promise<ReceiptApproval[]> {
-  const { rows } = await q.query(
-    `SELECT a.id, a.event_id, a.status, a.decided_by, a.notes, a.decided_at, a.exception_id,
-       e.duration, e.expires_at AS exception_expires_at, ev.agent_name, ev.action_type, ev.action_name
-     FROM approvals a JOIN chain_events ev ON ev.id = a.event_id LEFT JOIN exceptions e ON e.id = a.exception_id
-     WHERE a.chain_id = $1 AND a.status <> 'pending' ORDER BY ev.sequence, a.requested_at, a.id`,
-    [chainId],
-  );
+  const rows = await loadReceiptApprovals(q, chainId);
   return rows.map((r) => ({
     approval_id: r.id,
     action_event_id: r.event_id,
@@ -240,54 +219,4 @@ async function receiptApprovals(q: Queryable, chainId: string): Promise<ReceiptA
         }
       : null,
   }));
-}
-
-/** A row of `receipts`: the canonical JSON body and where it stands in the organization's chain. */
-export interface ReceiptRow {
-  id: string;
-  org_id: string;
-  chain_id: string;
-  sequence: number;
-  receipt_number: string;
-  body: string;
-  receipt_hash: string;
-}
-
-/** A stored receipt row with its parsed body. */
-export interface StoredReceipt extends ReceiptRow {
-  receipt: SignedReceipt;
-}
-
-/** A receipt of an organization by receipt id; 404 when missing or another organization's. */
-export async function getReceipt(q: Queryable, orgId: string, receiptId: string): Promise<StoredReceipt> {
-  const { rows } = await q.query("SELECT * FROM receipts WHERE id = $1 AND org_id = $2", [receiptId, orgId]);
-  const row = rows[0];
-  if (!row) throw notFound("Receipt");
-  return { ...(row as ReceiptRow), receipt: JSON.parse(row.body) };
-}
-
-/** The receipt of a chain; 404 when the chain has none yet (spec: exists only after completion). */
-export async function getChainReceipt(q: Queryable, orgId: string, chainId: string): Promise<StoredReceipt> {
-  const { rows } = await q.query("SELECT * FROM receipts WHERE chain_id = $1 AND org_id = $2", [
-    chainId,
-    orgId,
-  ]);
-  const row = rows[0];
-  if (!row) throw notFound("Receipt");
-  return { ...(row as ReceiptRow), receipt: JSON.parse(row.body) };
-}
-
-/** A receipt as offered in the token form's picker. */
-export interface ReceiptChoice {
-  id: string;
-  receipt_number: string;
-}
-
-/** The organization's latest `limit` receipts (verification tokens page), newest first. */
-export async function recentReceipts(q: Queryable, orgId: string, limit = 20): Promise<ReceiptChoice[]> {
-  const { rows } = await q.query<ReceiptChoice>(
-    "SELECT id, receipt_number FROM receipts WHERE org_id = $1 ORDER BY sequence DESC LIMIT $2",
-    [orgId, limit],
-  );
-  return rows;
 }

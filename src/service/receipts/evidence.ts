@@ -94,3 +94,28 @@ export async function loadApprovalRecords(
   }
   return byChain;
 }
+
+/** Loads an approval row of the organization with its attestation columns; null when absent. */
+export async function findApprovalRow(
+  q: Queryable,
+  orgId: string,
+  approvalId: string,
+): Promise<AttestedApprovalRow | null> {
+  const { rows } = await q.query<AttestedApprovalRow>(
+    `${attestationSelect} WHERE a.id = $1 AND a.org_id = $2`,
+    [approvalId, orgId],
+  );
+  return rows[0] ?? null;
+}
+
+/** The resolved approvals of a chain as its receipt lists them, in event order. */
+export async function loadReceiptApprovals(q: Queryable, chainId: string) {
+  const { rows } = await q.query(
+    `SELECT a.id, a.event_id, a.status, a.decided_by, a.notes, a.decided_at, a.exception_id,
+       e.duration, e.expires_at AS exception_expires_at, ev.agent_name, ev.action_type, ev.action_name
+     FROM approvals a JOIN chain_events ev ON ev.id = a.event_id LEFT JOIN exceptions e ON e.id = a.exception_id
+     WHERE a.chain_id = $1 AND a.status <> 'pending' ORDER BY ev.sequence, a.requested_at, a.id`,
+    [chainId],
+  );
+  return rows;
+}

@@ -19,10 +19,13 @@ import { ed25519Sign } from "../../receipts/ed25519.js";
 import { hashEventChain } from "../../receipts/event-chain.js";
 import type { SignedReceipt } from "../../receipts/schema.js";
 import { receiptAnchor } from "../../receipts/verify.js";
+import { countEvents } from "../chains/store.js";
 import type { Queryable } from "../db/pool.js";
 import { badRequest } from "../errors.js";
+import { orgById } from "../orgs/orgs.js";
 import { loadApprovalRecords, loadEventRecords } from "./evidence.js";
 import type { SigningKeys } from "./signing-keys.js";
+import { receiptRange } from "./store.js";
 
 /** Most receipts one export may hold. */
 export const MAX_EXPORT_RECEIPTS = 1000;
@@ -68,9 +71,9 @@ export async function exportReceipts(
   q: Queryable,
   opts: { orgId: string; query: ExportQuery; keys: SigningKeys; nowMs: number },
 ): Promise<ReceiptExport> {
-  const org = await q.query("SELECT slug, receipt_seq FROM organizations WHERE id = $1", [opts.orgId]);
-  const slug: string = org.rows[0]!.slug;
-  const latest = Number(org.rows[0]!.receipt_seq);
+  const org = await orgById(q, opts.orgId);
+  const slug = org.slug;
+  const latest = Number(org.receipt_seq);
   const from = opts.query.from_sequence;
   if (from > latest + 1) {
     throw badRequest(`from_sequence: beyond the latest receipt (sequence ${latest})`, {
@@ -83,20 +86,12 @@ export async function exportReceipts(
       max_receipts: MAX_EXPORT_RECEIPTS,
     });
   }
-  const { rows } = await q.query(
-    `SELECT sequence, receipt_number, chain_id, body, receipt_hash FROM receipts
-     WHERE org_id = $1 AND sequence >= $2 AND sequence <= $3 ORDER BY sequence`,
-    [opts.orgId, from - 1, to],
-  );
+  const rows = await receiptRange(q, opts.orgId, from - 1, to);
   const before = rows.find((r) => Number(r.sequence) === from - 1);
   const inRange = rows.filter((r) => Number(r.sequence) >= from);
   const receipts = inRange.map((r) => parse(r.body));
   const chainIds: string[] = inRange.map((r) => r.chain_id);
-  const counted = await q.query(
-    "SELECT count(*)::int AS n FROM chain_events WHERE chain_id = ANY($1::uuid[])",
-    [chainIds],
-  );
-  if (Number(counted.rows[0]?.n ?? 0) > MAX_EXPORT_EVENTS) {
+  if ((await countEvents(q, chainIds)) > MAX_EXPORT_EVENTS) {
     throw badRequest(
       `to_sequence: an export holds at most ${MAX_EXPORT_EVENTS} events; export a smaller range`,
       {

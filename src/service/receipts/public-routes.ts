@@ -15,6 +15,7 @@ import type { FastifyRequest } from "fastify";
 import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
 import { z } from "zod";
 import { ApiErrorCode } from "../../contract/v1/errors.js";
+import { approvalOrgId } from "../approvals/store.js";
 import type { Clock } from "../clock.js";
 import type { Database } from "../db/pool.js";
 import { ApiError } from "../errors.js";
@@ -156,8 +157,7 @@ export const publicVerificationRoutes: FastifyPluginAsyncZod<PublicVerificationD
       const nowMs = opts.clock.nowMs();
       const id = req.params.approval_id;
       const isUuid = z.uuid().safeParse(id).success;
-      const found = isUuid ? await opts.db.query("SELECT org_id FROM approvals WHERE id = $1", [id]) : null;
-      const orgId: string | undefined = found?.rows[0]?.org_id;
+      const orgId = isUuid ? await approvalOrgId(opts.db, id) : undefined;
       if (!orgId) {
         opts.metrics.verifications.inc({
           surface: "legacy_public",

@@ -5,7 +5,7 @@
  */
 import { createPrivateKey, createPublicKey, type KeyObject } from "node:crypto";
 import { exportPublicJwk, generateSigningKey } from "../../receipts/ed25519.js";
-import type { Database } from "../db/pool.js";
+import type { Database, Queryable } from "../db/pool.js";
 import { deriveKey, seal, unseal } from "../secrets.js";
 
 export type KeyPurpose = "receipt" | "approval";
@@ -119,4 +119,24 @@ export class SigningKeys {
     this.byKid.set(key.kid, key);
     return key;
   }
+}
+
+/** A signing key's public half as verification uses it: retired keys verify but are not trusted. */
+export interface StoredKey {
+  publicKey: KeyObject;
+  retired: boolean;
+}
+
+/** Every key of `purpose` ever used (current and retired), by key id. */
+export async function loadPublicKeys(q: Queryable, purpose: KeyPurpose): Promise<Map<string, StoredKey>> {
+  const { rows } = await q.query(
+    "SELECT kid, public_key_pem, retired_at FROM signing_keys WHERE purpose = $1",
+    [purpose],
+  );
+  return new Map(
+    rows.map((r) => [
+      r.kid as string,
+      { publicKey: createPublicKey(r.public_key_pem), retired: r.retired_at !== null },
+    ]),
+  );
 }

@@ -53,9 +53,10 @@ import {
 } from "../approvals/attestation.js";
 import type { Queryable } from "../db/pool.js";
 import { ApiError, notFound } from "../errors.js";
-import type { ReceiptRow } from "./complete.js";
-import { loadApprovalRecords, loadEventRecords } from "./evidence.js";
-import type { KeyPurpose } from "./signing-keys.js";
+import { orgSlug } from "../orgs/orgs.js";
+import { findApprovalRow, loadApprovalRecords, loadEventRecords } from "./evidence.js";
+import { loadPublicKeys, type StoredKey } from "./signing-keys.js";
+import { findReceiptRow, newestReceipt, predecessorOf, receiptAt } from "./store.js";
 
 /** Overall result. Receipts: valid | invalid. Approvals add pending and unsigned. */
 export const OverallStatus = {
@@ -211,11 +212,6 @@ export interface LegacyReceiptVerification {
   verified_at: string;
 }
 
-interface StoredKey {
-  publicKey: KeyObject;
-  retired: boolean;
-}
-
 /**
  * Key-trust rule (spec: "historical approval signing keys report not_evaluated until the
  * key-registry work completes"): a key is historical once a rotation retired it. The active key
@@ -225,19 +221,6 @@ interface StoredKey {
 export function keyStatusOf(key: StoredKey | undefined): KeyStatus {
   if (!key) return KeyStatus.unknown;
   return key.retired ? KeyStatus.not_evaluated : KeyStatus.trusted;
-}
-
-async function loadKeys(q: Queryable, purpose: KeyPurpose): Promise<Map<string, StoredKey>> {
-  const { rows } = await q.query(
-    "SELECT kid, public_key_pem, retired_at FROM signing_keys WHERE purpose = $1",
-    [purpose],
-  );
-  return new Map(
-    rows.map((r) => [
-      r.kid as string,
-      { publicKey: createPublicKey(r.public_key_pem), retired: r.retired_at !== null },
-    ]),
-  );
 }
 
 const anchors = () => ({
@@ -254,19 +237,6 @@ function parseBody(text: string): AnySignedReceipt | null {
   }
 }
 
-/** Loads a receipt row of the organization; null when absent. */
-export async function findReceiptRow(
-  q: Queryable,
-  orgId: string,
-  receiptId: string,
-): Promise<ReceiptRow | null> {
-  const { rows } = await q.query<ReceiptRow>(
-    "SELECT id, org_id, chain_id, sequence, receipt_number, body, receipt_hash FROM receipts WHERE id = $1 AND org_id = $2",
-    [receiptId, orgId],
-  );
-  return rows[0] ?? null;
-}
-
 /**
  * Server-attested verification of one stored receipt of an organization: integrity, link,
  * Ed25519 signature, and whether its chain's stored events and approvals still match it
@@ -281,14 +251,9 @@ export async function verifyStoredReceipt(
   const row = await findReceiptRow(q, opts.orgId, opts.receiptId);
   if (!row) throw notFound("Receipt");
   const sequence = Number(row.sequence);
-  const org = await q.query("SELECT slug FROM organizations WHERE id = $1", [opts.orgId]);
-  const slug: string = org.rows[0]?.slug;
-  const pred = await q.query<ReceiptRow>(
-    "SELECT id, sequence, receipt_number, body FROM receipts WHERE org_id = $1 AND sequence < $2 ORDER BY sequence DESC LIMIT 1",
-    [opts.orgId, sequence],
-  );
-  const predRow = pred.rows[0] ?? null;
-  const keys = await loadKeys(q, "receipt");
+  const slug = (await orgSlug(q, opts.orgId)) as string;
+  const predRow = await predecessorOf(q, opts.orgId, sequence);
+  const keys = await loadPublicKeys(q, "receipt");
   const name = row.receipt_number;
   const base = {
     artifact_type: "receipt" as const,
@@ -398,7 +363,7 @@ async function checkEvidence(
 ): Promise<ReceiptEvidenceCheck> {
   const events = (await loadEventRecords(q, [chainId])).get(chainId) ?? [];
   const approvals = (await loadApprovalRecords(q, [chainId])).get(chainId) ?? [];
-  const keys = await loadKeys(q, "approval");
+  const keys = await loadPublicKeys(q, "approval");
   const approvalKeys = new Map([...keys].map(([kid, k]) => [kid, k.publicKey]));
   return verifyReceiptEvidence(receipt, { events, approvals }, approvalKeys, name);
 }
@@ -515,21 +480,12 @@ export async function verifyCheckpoint(
   opts: { orgId: string; checkpoint: Checkpoint; nowMs: number },
 ): Promise<CheckpointVerification> {
   const cp = opts.checkpoint;
-  const org = await q.query("SELECT slug FROM organizations WHERE id = $1", [opts.orgId]);
-  const slug: string | undefined = org.rows[0]?.slug;
+  const slug = await orgSlug(q, opts.orgId);
   if (slug !== cp.organization) throw notFound("Checkpoint");
-  const keys = await loadKeys(q, "receipt");
+  const keys = await loadPublicKeys(q, "receipt");
   const signature = verifyCheckpointSignature(cp, new Map([...keys].map(([kid, k]) => [kid, k.publicKey])));
-  const latest = await q.query(
-    "SELECT coalesce(max(sequence), 0) AS latest FROM receipts WHERE org_id = $1",
-    [opts.orgId],
-  );
-  const latestSequence = Number(latest.rows[0]?.latest ?? 0);
-  const at = await q.query<{ body: string }>(
-    "SELECT body FROM receipts WHERE org_id = $1 AND sequence = $2",
-    [opts.orgId, cp.sequence],
-  );
-  const stored = at.rows[0];
+  const latestSequence = Number((await newestReceipt(q, opts.orgId))?.sequence ?? 0);
+  const stored = await receiptAt(q, opts.orgId, cp.sequence);
   let hash: string | null = null;
   if (stored) {
     const body = parseBody(stored.body);
@@ -565,19 +521,6 @@ export async function verifyCheckpoint(
     problems,
     verified_at: new Date(opts.nowMs).toISOString(),
   };
-}
-
-/** Loads an approval row of the organization with its attestation columns; null when absent. */
-export async function findApprovalRow(
-  q: Queryable,
-  orgId: string,
-  approvalId: string,
-): Promise<AttestedApprovalRow | null> {
-  const { rows } = await q.query<AttestedApprovalRow>(
-    `${attestationSelect} WHERE a.id = $1 AND a.org_id = $2`,
-    [approvalId, orgId],
-  );
-  return rows[0] ?? null;
 }
 
 /**
@@ -637,7 +580,7 @@ async function checkApproval(
   const integrity: IntegrityStatus = recomputed === row.signed_payload ? "valid" : "invalid";
   if (integrity === "invalid")
     problems.push("the approval's recorded facts differ from the facts that were signed");
-  const keys = await loadKeys(q, "approval");
+  const keys = await loadPublicKeys(q, "approval");
   const key = keys.get(row.signing_kid);
   let status: SignatureStatus;
   if (!key) {

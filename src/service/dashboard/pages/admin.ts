@@ -4,8 +4,8 @@
  * revoke), and the organization kill switch and pause.
  */
 
-import type { ReceiptChoice } from "../../receipts/complete.js";
 import type { TokenView } from "../../receipts/public-tokens.js";
+import type { ReceiptChoice } from "../../receipts/store.js";
 import { formatTime } from "../format.js";
 import { html, type SafeHtml } from "../html.js";
 import { badge, csrfField, toneOf, type Viewer } from "../layout.js";

@@ -5,7 +5,6 @@
 import type { FastifyInstance, FastifyReply } from "fastify";
 import type { ZodTypeProvider } from "fastify-type-provider-zod";
 import { z } from "zod";
-import { recentReceipts } from "../../receipts/complete.js";
 import {
   IssueTokenSchema,
   issueToken,
@@ -13,6 +12,7 @@ import {
   listTokens,
   revokeToken,
 } from "../../receipts/public-tokens.js";
+import { recentReceipts } from "../../receipts/store.js";
 import type { Notice, Viewer } from "../layout.js";
 import { tokensBody } from "../pages/admin.js";
 import { type DashboardDeps, parseForm, requireAdmin } from "../request.js";

@@ -11,7 +11,7 @@ import { chainEvents, getChain } from "../../chains/store.js";
 import { chainView } from "../../chains/views.js";
 import { notFound } from "../../errors.js";
 import { exceptionsUsed } from "../../exceptions/store.js";
-import { getReceipt } from "../../receipts/complete.js";
+import { getReceipt } from "../../receipts/store.js";
 import { verifyStoredReceipt } from "../../receipts/verification.js";
 import { chainBody, type ReceiptSection } from "../pages/chain.js";
 import { type DashboardDeps, requireViewer } from "../request.js";
