@@ -19,7 +19,7 @@ import type { SigningKey, SigningKeys } from "../receipts/signing-keys.js";
 import { signApprovalResolution } from "./attestation.js";
 import { approvedEvent, lockApproval, lockPendingOfChain, writeResolution } from "./store.js";
 import { timeOut } from "./timers.js";
-import { type ApprovalView, getApproval } from "./views.js";
+import { type ApprovalBody, getApproval } from "./views.js";
 import type { ApprovalWaiters } from "./waiters.js";
 
 /** What resolving an approval needs: the database, the clock, the held requests to wake, the signing keys. */
@@ -48,7 +48,7 @@ const alreadyResolved = (approvalId: string, status: ApprovalStatus) =>
 export async function decideApproval(
   deps: ResolveDeps,
   opts: { orgId: string; approvalId: string; body: DecideApproval; decidedBy: string },
-): Promise<ApprovalView> {
+): Promise<ApprovalBody> {
   const nowMs = deps.clock.nowMs();
   const key = deps.signingKeys ? await deps.signingKeys.active("approval") : null;
   let resolvedChain: string | null = null;
@@ -131,7 +131,7 @@ export async function decideApproval(
 export async function withdrawApproval(
   deps: ResolveDeps,
   opts: { orgId: string; approvalId: string; body: WithdrawApproval; withdrawnBy: string },
-): Promise<ApprovalView> {
+): Promise<ApprovalBody> {
   const nowMs = deps.clock.nowMs();
   const key = deps.signingKeys ? await deps.signingKeys.active("approval") : null;
   const reason = redactText(opts.body.reason?.trim() ?? "") || null;

@@ -47,13 +47,14 @@ export function approvalView(a: ApprovalReadRow) {
       : null,
   } satisfies WireOf<typeof ApprovalViewSchema>;
 }
-export type ApprovalView = ReturnType<typeof approvalView>;
+/** An approval as the service writes it (checked against the contract's ApprovalViewSchema). */
+export type ApprovalBody = ReturnType<typeof approvalView>;
 
 /**
  * One approval of an organization.
  * @throws ApiError 404 when it does not exist (or belongs to another organization).
  */
-export async function getApproval(db: Database, orgId: string, approvalId: string): Promise<ApprovalView> {
+export async function getApproval(db: Database, orgId: string, approvalId: string): Promise<ApprovalBody> {
   const row = await readApproval(db, orgId, approvalId);
   if (!row) throw notFound("Approval");
   return approvalView(row);

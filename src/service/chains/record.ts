@@ -28,7 +28,7 @@ import { advanceChain, advanceOf } from "./counters.js";
 import type { RecordBatcher } from "./record-batch.js";
 import type { CachedChain, ChainSnapshotCache } from "./snapshot-cache.js";
 import { type ChainRow, type GuardedWrite, insertChain, readChainSnapshot, writeEvents } from "./store.js";
-import { type ChainView, chainView } from "./views.js";
+import { type ChainBody, chainView } from "./views.js";
 
 /** Server-side sanitization limit of payload strings (spec: "Limits", payload sanitization defaults). */
 export const MAX_PAYLOAD_STRING_LENGTH = 1000;
@@ -42,7 +42,7 @@ export const MAX_PAYLOAD_STRING_LENGTH = 1000;
 export async function createChain(
   db: Database,
   opts: { orgId: string; body: CreateChain; createdBy: string; clock: Clock },
-): Promise<ChainView> {
+): Promise<ChainBody> {
   const org = await orgById(db, opts.orgId);
   const row = await insertChain(db, {
     id: randomUUID(),

@@ -19,7 +19,8 @@ export function chainView(c: ChainRow) {
     receipt_id: c.receipt_id,
   } satisfies WireOf<typeof ChainViewSchema>;
 }
-export type ChainView = ReturnType<typeof chainView>;
+/** A chain as the service writes it (checked against the contract's ChainViewSchema). */
+export type ChainBody = ReturnType<typeof chainView>;
 
 /** The receipt's cumulative_metrics of a chain (USD amounts rounded to 6 places, counts, sorted domain names). */
 export const cumulativeMetrics = (

@@ -9,14 +9,13 @@
 import type { PolicyDecision } from "../../../policy/schema.js";
 import type { ChainApproval } from "../../approvals/store.js";
 import type { chainEvents } from "../../chains/store.js";
-import type { chainView } from "../../chains/views.js";
+import type { ChainBody } from "../../chains/views.js";
 import type { ChainException } from "../../exceptions/store.js";
 import type { ReceiptVerification } from "../../receipts/verification.js";
 import { decisionLabels, durationLabels, formatTime, metricRows } from "../format.js";
 import { html, type SafeHtml } from "../html.js";
 import { badge, toneOf } from "../layout.js";
 
-type ChainView = ReturnType<typeof chainView>;
 type EventItem = Awaited<ReturnType<typeof chainEvents>>[number];
 
 /** What the receipt section shows. */
@@ -126,7 +125,7 @@ ${v.problems.length > 0 && html`<div class="notice bad"><ul>${v.problems.map((p)
 
 /** The page body. */
 export function chainBody(opts: {
-  chain: ChainView;
+  chain: ChainBody;
   events: EventItem[];
   approvals: ChainApproval[];
   exceptions: Map<string, ChainException>;
