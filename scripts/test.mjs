@@ -30,7 +30,11 @@ if (process.env.TOLLGATE_SKIP_VITEST !== "1") {
   } catch {
     counts.failed += 1;
   }
-  if (run.status !== 0) status = run.status ?? 1;
+  if (run.status !== 0) {
+    status = run.status ?? 1;
+    // A run can fail with every test passing (an error outside the tests, a signal): say so.
+    console.error(`vitest exited with ${run.signal ? `signal ${run.signal}` : `status ${run.status}`}`);
+  }
 }
 
 if (process.env.TOLLGATE_SKIP_PYTHON !== "1") {

@@ -25,7 +25,6 @@
  * Results never carry raw bodies, HMACs, signatures or hashes; problem texts name receipt
  * numbers only.
  */
-import { createPublicKey, type KeyObject } from "node:crypto";
 import { hasSensitivePrefix } from "../../policy/sanitize.js";
 import {
   type Checkpoint,
