@@ -48,7 +48,6 @@ import { verifyReceipt } from "../../receipts/verify.js";
 import {
   type AttestedApprovalRow,
   approvalAttestationPayload,
-  attestationSelect,
 } from "../approvals/attestation.js";
 import type { Queryable } from "../db/pool.js";
 import { ApiError, notFound } from "../errors.js";
