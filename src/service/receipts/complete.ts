@@ -13,7 +13,6 @@
  * organization's log (src/receipts/checkpoint.ts).
  */
 import { randomUUID } from "node:crypto";
-import { z } from "zod";
 import type { CompleteChain, CompleteResponseSchema, WireOf } from "../../contract/v1/chains.js";
 import { ApiErrorCode } from "../../contract/v1/errors.js";
 import { redactText } from "../../policy/sanitize.js";
@@ -21,7 +20,7 @@ import { canonicalJson } from "../../receipts/canonical.js";
 import { type Checkpoint, signCheckpoint } from "../../receipts/checkpoint.js";
 import { type EventChainCommitment, type EventRecord, hashEventChain } from "../../receipts/event-chain.js";
 import { formatReceiptNumber } from "../../receipts/number.js";
-import type { ReceiptApproval, ReceiptBody, ReceiptEvent, SignedReceipt } from "../../receipts/schema.js";
+import type { ReceiptApproval, ReceiptBody, ReceiptEvent } from "../../receipts/schema.js";
 import { receiptHash, signReceipt } from "../../receipts/sign.js";
 import { signUnsignedResolutions } from "../approvals/attestation.js";
 import { cancelPendingApprovals } from "../approvals/decide.js";
@@ -30,7 +29,7 @@ import { type ChainRow, getChain, sealChain } from "../chains/store.js";
 import { cumulativeMetrics } from "../chains/views.js";
 import type { Clock } from "../clock.js";
 import type { Database, Queryable } from "../db/pool.js";
-import { conflict, notFound } from "../errors.js";
+import { conflict } from "../errors.js";
 import type { OrgConfigCache } from "../orgs/orgs.js";
 import { orgById } from "../orgs/orgs.js";
 import { loadEventRecords, loadReceiptApprovals } from "./evidence.js";
