@@ -45,10 +45,7 @@ import { parseReceiptNumber } from "../../receipts/number.js";
 import type { AnySignedReceipt, IntegrityStatus, LinkStatus, ReceiptFormat } from "../../receipts/schema.js";
 import { receiptHash } from "../../receipts/sign.js";
 import { verifyReceipt } from "../../receipts/verify.js";
-import {
-  type AttestedApprovalRow,
-  approvalAttestationPayload,
-} from "../approvals/attestation.js";
+import { type AttestedApprovalRow, approvalAttestationPayload } from "../approvals/attestation.js";
 import type { Queryable } from "../db/pool.js";
 import { ApiError, notFound } from "../errors.js";
 import { orgSlug } from "../orgs/orgs.js";
