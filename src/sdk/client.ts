@@ -18,7 +18,6 @@ import {
 import {
   type ChainDetail,
   ChainDetailSchema,
-  type ChainEvent,
   type ChainView,
   ChainViewSchema,
   type CompleteChainRequest,
@@ -33,34 +32,11 @@ import {
   type RecordActionResponse,
   RecordActionResponseSchema,
 } from "../contract/v1/chains.js";
-import {
-  ApprovalStatus,
-  type EventOutcome,
-  EventOutcomeSchema,
-  MAX_OUTCOMES_PER_BATCH,
-} from "../contract/v1/wire.js";
+import { type EventOutcome, EventOutcomeSchema, MAX_OUTCOMES_PER_BATCH } from "../contract/v1/wire.js";
 import type { SignedReceipt } from "../receipts/schema.js";
 import type { ChainConfig } from "./config.js";
 import { ServiceApiError, VerificationError } from "./exceptions.js";
 import { type HttpSettings, requestJson } from "./http.js";
-
-export {
-  ApprovalStatus,
-  type ApprovalStatusResponse,
-  type ApprovalView,
-  type ChainDetail,
-  type ChainEvent,
-  type ChainView,
-  type CompleteChainRequest,
-  type CompleteResponse,
-  type CreateChainRequest,
-  type EventOutcome,
-  EventOutcomeSchema,
-  MAX_OUTCOMES_PER_BATCH,
-  type OutcomeReport,
-  type OutcomeReportResult,
-  type RecordActionRequest,
-};
 
 /** Per-call options. */
 export interface CallOptions {

@@ -6,6 +6,26 @@
  * verification helpers), the errors of ./exceptions, and the adapters in ./mcp, ./langgraph
  * and ./langchain (imported from their own modules so that their frameworks stay optional).
  */
+
+// The wire shapes the client reads and sends are the contract's (src/contract/v1).
+export type { ApprovalStatusResponse, ApprovalView } from "../contract/v1/approvals.js";
+export type {
+  ChainDetail,
+  ChainEvent,
+  ChainView,
+  CompleteChainRequest,
+  CompleteResponse,
+  CreateChainRequest,
+  OutcomeReport,
+  OutcomeReportResult,
+  RecordActionRequest,
+} from "../contract/v1/chains.js";
+export {
+  ApprovalStatus,
+  type EventOutcome,
+  EventOutcomeSchema,
+  MAX_OUTCOMES_PER_BATCH,
+} from "../contract/v1/wire.js";
 export {
   type AgentAction,
   Chain,
@@ -16,25 +36,11 @@ export {
   withChain,
 } from "./chain.js";
 export {
-  ApprovalStatus,
-  type ApprovalStatusResponse,
-  type ApprovalView,
   ArtifactType,
   type CallOptions,
-  type ChainDetail,
-  type ChainEvent,
-  type ChainView,
-  type CompleteChainRequest,
-  type CompleteResponse,
-  type CreateChainRequest,
-  type EventOutcome,
   type IssuedToken,
-  MAX_OUTCOMES_PER_BATCH,
-  type OutcomeReport,
-  type OutcomeReportResult,
   type PublicVerificationResult,
   type Receipt,
-  type RecordActionRequest,
   ServiceClient,
   type ServiceClientOptions,
   type TokenListFilter,

@@ -168,7 +168,7 @@ export async function buildService(opts: ServiceOptions): Promise<Service> {
 
   await app.register(openApiPlugin, { version: VERSION });
   // Each plugin gets the parts it declares, nothing more (the master key and admin token stay here).
-  const { db, metrics, signingKeys, configs, apiKeys, approvalWaiters: waiters } = ctx;
+  const { db, metrics, signingKeys, configs, apiKeys, approvalWaiters } = ctx;
   await app.register(healthRoutes, { db, metrics, isShuttingDown: () => shuttingDown });
   await app.register(chainRoutes, {
     db,
@@ -179,10 +179,10 @@ export async function buildService(opts: ServiceOptions): Promise<Service> {
     writer: ctx.recordWriter,
     apiKeys,
     signingKeys,
-    waiters,
+    approvalWaiters,
     receiptHmacKey: ctx.receiptHmacKey,
   });
-  await app.register(approvalRoutes, { db, clock, metrics, signingKeys, waiters });
+  await app.register(approvalRoutes, { db, clock, metrics, signingKeys, approvalWaiters });
   await app.register(adminRoutes, { db, clock, configs, apiKeys });
   await app.register(outcomeRoutes, { db });
   await app.register(verificationRoutes, {
@@ -202,7 +202,7 @@ export async function buildService(opts: ServiceOptions): Promise<Service> {
       metrics,
       signingKeys,
       apiKeys,
-      approvalWaiters: waiters,
+      approvalWaiters,
       receiptHmacKey: ctx.receiptHmacKey,
       linkKey: ctx.linkKey,
       masterKey: ctx.masterKey,
@@ -213,7 +213,7 @@ export async function buildService(opts: ServiceOptions): Promise<Service> {
 
   const jobHandlers: Record<string, JobHandler> = {
     approval_timeout: (p, now) =>
-      timeoutApprovalJob({ db, signingKeys, waiters }, String(p.approval_id), now),
+      timeoutApprovalJob({ db, signingKeys, approvalWaiters }, String(p.approval_id), now),
     approval_escalation: async (p, now) => {
       await escalateApprovalJob(ctx.db, String(p.approval_id), now);
     },

@@ -1020,7 +1020,7 @@ describe("approvals resolved without a signature before completion", () => {
     const late = await pendingApproval(t, org);
     t.clock.advance(25 * 3600_000);
     const read = await approvalStatus(
-      { db: t.service.ctx.db, clock: t.clock, waiters: t.service.ctx.approvalWaiters },
+      { db: t.service.ctx.db, clock: t.clock, approvalWaiters: t.service.ctx.approvalWaiters },
       { orgId: org.orgId, chainId: late.chainId },
     );
     expect(read.approval?.status).toBe("timed_out");

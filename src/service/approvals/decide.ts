@@ -26,7 +26,7 @@ import type { ApprovalWaiters } from "./waiters.js";
 export interface ResolveDeps {
   db: Database;
   clock: Clock;
-  waiters: ApprovalWaiters;
+  approvalWaiters: ApprovalWaiters;
   /** Signs each resolution with the active "approval" key (attestation.ts); unsigned without. */
   signingKeys?: SigningKeys;
 }
@@ -115,7 +115,7 @@ export async function decideApproval(
     if (key) await signApprovalResolution(q, a.id, key);
     return null;
   });
-  if (resolvedChain) deps.waiters.wake(resolvedChain);
+  if (resolvedChain) deps.approvalWaiters.wake(resolvedChain);
   if (refused) throw alreadyResolved(opts.approvalId, refused);
   return getApproval(deps.db, opts.orgId, opts.approvalId);
 }
@@ -152,7 +152,7 @@ export async function withdrawApproval(
     if (key) await signApprovalResolution(q, a.id, key);
     return { refused: null, chainId: a.chain_id };
   });
-  if (chainId) deps.waiters.wake(chainId);
+  if (chainId) deps.approvalWaiters.wake(chainId);
   if (refused) throw alreadyResolved(opts.approvalId, refused);
   return getApproval(deps.db, opts.orgId, opts.approvalId);
 }
@@ -168,7 +168,7 @@ export async function withdrawApproval(
  */
 export async function cancelPendingApprovals(
   q: Queryable,
-  opts: { chainId: string; nowMs: number; key?: SigningKey | null; waiters: ApprovalWaiters },
+  opts: { chainId: string; nowMs: number; key?: SigningKey | null; approvalWaiters: ApprovalWaiters },
 ): Promise<void> {
   const pending = await lockPendingOfChain(q, opts.chainId);
   for (const a of pending) {
@@ -185,5 +185,5 @@ export async function cancelPendingApprovals(
     });
     if (opts.key) await signApprovalResolution(q, a.id, opts.key);
   }
-  if (pending.length) opts.waiters.wake(opts.chainId);
+  if (pending.length) opts.approvalWaiters.wake(opts.chainId);
 }

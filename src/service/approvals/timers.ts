@@ -70,7 +70,7 @@ export async function timeOut(
  * timeout is signed by the time its job has run.
  */
 export async function timeoutApprovalJob(
-  deps: { db: Database; waiters: ApprovalWaiters; signingKeys?: SigningKeys },
+  deps: { db: Database; approvalWaiters: ApprovalWaiters; signingKeys?: SigningKeys },
   approvalId: string,
   nowMs: number,
 ): Promise<void> {
@@ -86,7 +86,7 @@ export async function timeoutApprovalJob(
     }
     return null;
   });
-  if (timedOutChain) deps.waiters.wake(timedOutChain);
+  if (timedOutChain) deps.approvalWaiters.wake(timedOutChain);
 }
 
 /** Job handler: at half the timeout, mails the fallback approvers once; returns the mails queued. Idempotent. */

@@ -77,7 +77,7 @@ export const ApprovalStatusQuerySchema = z.object({
  * @throws ApiError 404 unknown chain, or an approval_id that is not the chain's.
  */
 export async function approvalStatus(
-  deps: { db: Database; clock: Clock; waiters: ApprovalWaiters; signingKeys?: SigningKeys },
+  deps: { db: Database; clock: Clock; approvalWaiters: ApprovalWaiters; signingKeys?: SigningKeys },
   opts: { orgId: string; chainId: string; approvalId?: string },
 ) {
   const nowMs = deps.clock.nowMs();

@@ -48,7 +48,7 @@ export interface ChainRouteDeps {
   apiKeys: ApiKeyCache;
   signingKeys: SigningKeys;
   /** Held approval-status requests (`wait`). */
-  waiters: ApprovalWaiters;
+  approvalWaiters: ApprovalWaiters;
   /** Signs receipts (derived from the master key). */
   receiptHmacKey: Buffer;
 }
@@ -162,10 +162,10 @@ export const chainRoutes: FastifyPluginAsyncZod<ChainRouteDeps> = async (app, de
       // `wait` (beyond the spec): hold while pending, woken when the approval is resolved.
       const { wait } = req.query;
       if (!wait) return read();
-      const status = await deps.waiters.hold(req.params.chain_id, wait * 1000, read);
+      const status = await deps.approvalWaiters.hold(req.params.chain_id, wait * 1000, read);
       // Ended by shutdown: the client's next poll must not reuse this keep-alive connection,
       // which would keep the closing server open.
-      if (deps.waiters.closed) reply.header("connection", "close");
+      if (deps.approvalWaiters.closed) reply.header("connection", "close");
       return status;
     },
   );
@@ -189,7 +189,7 @@ export const chainRoutes: FastifyPluginAsyncZod<ChainRouteDeps> = async (app, de
             hmacKey: deps.receiptHmacKey,
             keys: deps.signingKeys,
             configs: deps.configs,
-            waiters: deps.waiters,
+            approvalWaiters: deps.approvalWaiters,
           });
           setAttributes(span, () => ({
             [Attr.receiptId]: r.receipt_id,

@@ -63,7 +63,7 @@ export async function completeChain(
     keys: SigningKeys;
     configs: OrgConfigCache;
     /** Held approval-status requests, woken when a pending approval is cancelled. */
-    waiters: ApprovalWaiters;
+    approvalWaiters: ApprovalWaiters;
   },
 ): Promise<CompletionResult> {
   const signingKey = await opts.keys.active("receipt");
@@ -77,7 +77,12 @@ export async function completeChain(
       });
     }
     const nowMs = Math.max(opts.clock.nowMs(), new Date(chain.started_at).getTime());
-    await cancelPendingApprovals(q, { chainId: chain.id, nowMs, key: approvalKey, waiters: opts.waiters });
+    await cancelPendingApprovals(q, {
+      chainId: chain.id,
+      nowMs,
+      key: approvalKey,
+      approvalWaiters: opts.approvalWaiters,
+    });
     // The receipt commits to the chain's approval records: none may be left unsigned.
     await signUnsignedResolutions(q, chain.id, approvalKey);
     const given = opts.body.failure ?? null;

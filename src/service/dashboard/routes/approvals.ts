@@ -119,10 +119,7 @@ export function approvalsRoutes(app: FastifyInstance, deps: DashboardDeps): void
         ...(form.exception && { exception_duration: form.exception_duration ?? "1d" }),
       };
       try {
-        const result = await decideApproval(
-          { db: ctx.db, clock: ctx.clock, signingKeys: ctx.signingKeys, waiters: ctx.approvalWaiters },
-          { orgId: v.orgId, approvalId, body, decidedBy: v.email },
-        );
+        const result = await decideApproval(ctx, { orgId: v.orgId, approvalId, body, decidedBy: v.email });
         const waited =
           (Date.parse(result.decided_at ?? result.requested_at) - Date.parse(result.requested_at)) / 1000;
         ctx.metrics.approvalWait.observe({ status: result.status }, Math.max(0, waited));
