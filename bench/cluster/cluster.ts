@@ -210,11 +210,48 @@ export async function installProduct(stops: Teardown, own: boolean): Promise<voi
       },
     }),
   });
-  await k(["wait", "--for=condition=Ready", `organization/${ORG}`, "--timeout=120s"], { timeoutMs: 130_000 });
+  const t2 = Date.now();
+  const ready = await kTry(["wait", "--for=condition=Ready", `organization/${ORG}`, "--timeout=120s"], {
+    timeoutMs: 130_000,
+  });
+  if (ready.code !== 0) {
+    throw new Error(
+      `Organization ${ORG} not Ready within 120 s: ${ready.stderr.trim()}\n${await operatorState()}`,
+    );
+  }
+  progress(`Organization ${ORG} Ready: ${Math.round((Date.now() - t2) / 1000)} s`);
   // The operator mints the namespace's API key, which the injected sidecar mounts.
   await waitFor(
     `Secret tollgate-api-key in ${NS.agents}`,
     async () => (await kTry(["-n", NS.agents, "get", "secret", "tollgate-api-key"])).code === 0,
     120_000,
   );
+}
+
+/**
+ * What a failed wait on the operator needs to be understood: the Organization's conditions and
+ * the last lines of every operator pod's log (best effort; a failed read is reported inline).
+ */
+async function operatorState(): Promise<string> {
+  const status = await kTry(["get", "organization", ORG, "-o", "jsonpath={.status}"]);
+  const pods = await kTry([
+    "-n",
+    NS.release,
+    "get",
+    "pods",
+    "-l",
+    "app.kubernetes.io/component=operator",
+    "-o",
+    "jsonpath={.items[*].metadata.name}",
+  ]);
+  const logs = await Promise.all(
+    pods.stdout
+      .split(/\s+/)
+      .filter(Boolean)
+      .map(async (pod) => {
+        const r = await kTry(["-n", NS.release, "logs", pod, "--tail=40"]);
+        return `--- ${pod}\n${(r.code === 0 ? r.stdout : r.stderr).trim()}`;
+      }),
+  );
+  return [`organization/${ORG} status: ${status.stdout || status.stderr}`, ...logs].join("\n");
 }
