@@ -62,7 +62,6 @@ function readSpans(file: string): ExportedSpan[] {
   const out: ExportedSpan[] = [];
   for (const line of readFileSync(file, "utf8").split("\n")) {
     if (!line.trim()) continue;
-    // biome-ignore lint/suspicious/noExplicitAny: OTLP JSON
     const doc = JSON.parse(line) as { resourceSpans: any[] };
     for (const rs of doc.resourceSpans) {
       const service = String(attrs(rs.resource?.attributes)["service.name"]);

@@ -10,7 +10,6 @@ export async function apiCall(
   method: string,
   url: string,
   body?: unknown,
-  // biome-ignore lint/suspicious/noExplicitAny: the service's JSON answers, read by the tests
 ): Promise<{ status: number; json: any; headers: Headers }> {
   const res = await fetch(`${base}${url}`, {
     method,
@@ -32,7 +31,6 @@ export async function api(
   method: string,
   url: string,
   body?: unknown,
-  // biome-ignore lint/suspicious/noExplicitAny: the service's JSON answers, read by the tests
 ): Promise<any> {
   return (await apiCall(base, token, method, url, body)).json;
 }
