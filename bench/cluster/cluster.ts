@@ -229,18 +229,20 @@ export async function installProduct(stops: Teardown, own: boolean): Promise<voi
 }
 
 /**
- * What a failed wait on the operator needs to be understood: the Organization's conditions and
- * the last lines of every operator pod's log (best effort; a failed read is reported inline).
+ * What a failed wait on the operator needs to be understood: the Organization's conditions, the
+ * release's pods (restarts included) and the last lines of the operator's and the service's logs
+ * (best effort; a failed read is reported inline).
  */
 async function operatorState(): Promise<string> {
   const status = await kTry(["get", "organization", ORG, "-o", "jsonpath={.status}"]);
+  const table = await kTry(["-n", NS.release, "get", "pods", "-o", "wide"]);
   const pods = await kTry([
     "-n",
     NS.release,
     "get",
     "pods",
     "-l",
-    "app.kubernetes.io/component=operator",
+    "app.kubernetes.io/component in (operator,service)",
     "-o",
     "jsonpath={.items[*].metadata.name}",
   ]);
@@ -249,9 +251,13 @@ async function operatorState(): Promise<string> {
       .split(/\s+/)
       .filter(Boolean)
       .map(async (pod) => {
-        const r = await kTry(["-n", NS.release, "logs", pod, "--tail=40"]);
+        const r = await kTry(["-n", NS.release, "logs", pod, "--tail=25"]);
         return `--- ${pod}\n${(r.code === 0 ? r.stdout : r.stderr).trim()}`;
       }),
   );
-  return [`organization/${ORG} status: ${status.stdout || status.stderr}`, ...logs].join("\n");
+  return [
+    `organization/${ORG} status: ${status.stdout || status.stderr}`,
+    (table.stdout || table.stderr).trim(),
+    ...logs,
+  ].join("\n");
 }

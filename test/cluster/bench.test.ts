@@ -23,7 +23,7 @@ describe("bench/cluster --quick", () => {
         timeoutMs: 480_000,
       },
     );
-    expect(r.code, r.stderr.slice(-4000)).toBe(0);
+    expect(r.code, r.stderr.slice(-20000)).toBe(0);
     const result = JSON.parse(readFileSync(path.join(ROOT, "bench/results/cluster.json"), "utf8"));
     expect(result).toMatchObject({ name: "cluster", cluster: "reused", pods: 4, concurrency: 2 });
     const rows = result.rows as ResultRow[];
