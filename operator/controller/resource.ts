@@ -240,18 +240,15 @@ export class ResourceReconciler<Spec> implements Reconciler {
     const event = eventFor(obj.status, next);
     // Events are best effort and recorded off the reconcile's critical path.
     if (event) {
-      if (event.type === "Warning") {
-        this.o.log.warn(
-          {
-            kind: this.kind,
-            namespace: obj.metadata.namespace,
-            name: obj.metadata.name,
-            reason: event.reason,
-            message: event.message,
-          },
-          "not synced",
-        );
-      }
+      const fields = {
+        kind: this.kind,
+        namespace: obj.metadata.namespace,
+        name: obj.metadata.name,
+        reason: event.reason,
+        message: event.message,
+      };
+      if (event.type === "Warning") this.o.log.warn(fields, "not synced");
+      else this.o.log.info(fields, "synced");
       void this.o.events.record(
         {
           apiVersion: obj.apiVersion,
