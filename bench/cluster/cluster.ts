@@ -12,6 +12,7 @@ import path from "node:path";
 import {
   CHART_IMAGE_TAGS,
   CLUSTER,
+  CRDS,
   helm,
   installPostgres,
   KUBECONFIG,
@@ -36,7 +37,6 @@ export const NS = {
   plain: "tollgate-bench-plain",
 };
 export const ORG = "bench";
-const CRDS = ["organizations.tollgate.dev", "governancepolicies.tollgate.dev", "approverteams.tollgate.dev"];
 const INJECTOR_WEBHOOK = "namespaces.sidecar.tollgate.dev";
 
 /** Runs a project script with the cluster's name and kubeconfig; throws with its stderr on failure. */

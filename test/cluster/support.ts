@@ -13,6 +13,12 @@ export const CACHE = process.env.TOLLGATE_CACHE_DIR ?? path.join(os.homedir(), "
 export const CLUSTER = process.env.TOLLGATE_TEST_CLUSTER ?? "tollgate-test";
 export const KUBECONFIG = path.join(CACHE, "kind", `${CLUSTER}.kubeconfig`);
 export const CONTEXT = `kind-${CLUSTER}`;
+/** The chart's CustomResourceDefinitions (kept by helm uninstall). */
+export const CRDS = [
+  "organizations.tollgate.dev",
+  "governancepolicies.tollgate.dev",
+  "approverteams.tollgate.dev",
+];
 /** Tag of the project's images built by kind-up.sh for the tests. */
 export const TAG = process.env.TOLLGATE_TEST_IMAGE_TAG ?? "cluster-test";
 
