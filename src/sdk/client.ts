@@ -32,6 +32,24 @@ import {
   type RecordActionResponse,
   RecordActionResponseSchema,
 } from "../contract/v1/chains.js";
+import {
+  type ApprovalVerification,
+  ApprovalVerificationSchema,
+  type ArtifactType,
+  type IssuedToken,
+  IssuedTokenSchema,
+  type LegacyReceiptVerification,
+  LegacyReceiptVerificationSchema,
+  type PublicVerificationResult,
+  PublicVerificationResultSchema,
+  type ReceiptVerification,
+  ReceiptVerificationSchema,
+  type RevokedToken,
+  RevokedTokenSchema,
+  type TokenList,
+  TokenListSchema,
+  type TokenStatus,
+} from "../contract/v1/verification.js";
 import { type EventOutcome, EventOutcomeSchema, MAX_OUTCOMES_PER_BATCH } from "../contract/v1/wire.js";
 import type { SignedReceipt } from "../receipts/schema.js";
 import type { ChainConfig } from "./config.js";
@@ -74,55 +92,17 @@ const ReceiptSchema = z.looseObject({
   chain_id: z.string(),
 }) as unknown as z.ZodType<Receipt>;
 
-/** Authenticated v2 verification result (spec: overall_status and integrity.status; rest open). */
-export const VerificationResultSchema = z.looseObject({
-  overall_status: z.string(),
-  integrity: z.looseObject({ status: z.string() }),
-});
-export type VerificationResult = z.infer<typeof VerificationResultSchema>;
-
-/**
- * Public (minimized) verification result: artifact type, verification status, integrity
- * status, signature, key-trust and timestamp-anchor statuses. Never signatures, HMACs or
- * organization identifiers.
- */
-export const PublicVerificationResultSchema = z.looseObject({
-  artifact_type: z.string(),
-  verification_status: z.string(),
-  integrity_status: z.string(),
-});
-export type PublicVerificationResult = z.infer<typeof PublicVerificationResultSchema>;
-
-/** Kinds of artifact a public verification token can point at. */
-export const ArtifactType = { approval: "approval", receipt: "receipt" } as const;
-export type ArtifactType = (typeof ArtifactType)[keyof typeof ArtifactType];
-
-/** POST /v1/public-verification-tokens → the plaintext token, returned once. */
-export const IssuedTokenSchema = z.looseObject({
-  token_id: z.string(),
-  token: z.string(),
-  public_path: z.string(),
-});
-export type IssuedToken = z.infer<typeof IssuedTokenSchema>;
-
-/** GET /v1/public-verification-tokens and the revoke result: token records, never plaintext. */
-export const TokenRecordSchema = z.looseObject({
-  token_id: z.string(),
-  artifact_type: z.string(),
-  artifact_id: z.string(),
-  status: z.string(),
-});
+/** What verifyReceiptV2 or verifyApprovalV2 returns (spec: overall_status and integrity.status, and more). */
+export type VerificationResult = ReceiptVerification | ApprovalVerification;
 
 /** Filters of listPublicVerificationTokens. */
 export interface TokenListFilter {
-  status?: "active" | "revoked";
+  status?: TokenStatus;
   artifactType?: ArtifactType;
   artifactId?: string;
   /** 1..500; default 100 (server side). */
   limit?: number;
 }
-export type TokenRecord = z.infer<typeof TokenRecordSchema>;
-const TokenListSchema = z.looseObject({ tokens: z.array(TokenRecordSchema) });
 
 /** `outcome` validated; @throws TypeError naming `field` and the offending key. */
 function validOutcome(outcome: EventOutcome, field: string): EventOutcome {
@@ -134,7 +114,6 @@ function validOutcome(outcome: EventOutcome, field: string): EventOutcome {
   return parsed.data;
 }
 
-const anyJson = z.unknown();
 const id = (value: string, field: string): string => {
   if (typeof value !== "string" || value.trim() === "" || value.length > 200) {
     throw new TypeError(`${field}: must be a non-empty string`);
@@ -336,20 +315,20 @@ export class ServiceClient {
   }
 
   /** GET /v1/verification/v2/receipts/{receipt_id} (member or admin): server-attested integrity. */
-  async verifyReceiptV2(receiptId: string, opts: CallOptions = {}): Promise<VerificationResult> {
+  async verifyReceiptV2(receiptId: string, opts: CallOptions = {}): Promise<ReceiptVerification> {
     return requestJson(this.#http, "GET", `/v1/verification/v2/receipts/${id(receiptId, "receiptId")}`, {
       route: "GET /v1/verification/v2/receipts/{receipt_id}",
       signal: opts.signal,
-      schema: VerificationResultSchema,
+      schema: ReceiptVerificationSchema,
     });
   }
 
   /** GET /v1/verification/v2/approvals/{approval_id} (member or admin; role-dependent result). */
-  async verifyApprovalV2(approvalId: string, opts: CallOptions = {}): Promise<VerificationResult> {
+  async verifyApprovalV2(approvalId: string, opts: CallOptions = {}): Promise<ApprovalVerification> {
     return requestJson(this.#http, "GET", `/v1/verification/v2/approvals/${id(approvalId, "approvalId")}`, {
       route: "GET /v1/verification/v2/approvals/{approval_id}",
       signal: opts.signal,
-      schema: VerificationResultSchema,
+      schema: ApprovalVerificationSchema,
     });
   }
 
@@ -357,7 +336,7 @@ export class ServiceClient {
   async listPublicVerificationTokens(
     filter: TokenListFilter = {},
     opts: CallOptions = {},
-  ): Promise<{ tokens: TokenRecord[] }> {
+  ): Promise<TokenList> {
     const query = new URLSearchParams();
     if (filter.status) query.set("status", filter.status);
     if (filter.artifactType) query.set("artifact_type", filter.artifactType);
@@ -392,7 +371,7 @@ export class ServiceClient {
   }
 
   /** POST /v1/public-verification-tokens/{token_id}/revoke (admin); the public link stops working. */
-  async revokePublicVerificationToken(tokenId: string, opts: CallOptions = {}): Promise<TokenRecord> {
+  async revokePublicVerificationToken(tokenId: string, opts: CallOptions = {}): Promise<RevokedToken> {
     return requestJson(
       this.#http,
       "POST",
@@ -401,7 +380,7 @@ export class ServiceClient {
         route: "POST /v1/public-verification-tokens/{token_id}/revoke",
         body: {},
         signal: opts.signal,
-        schema: TokenRecordSchema,
+        schema: RevokedTokenSchema,
       },
     );
   }
@@ -432,7 +411,7 @@ export class ServiceClient {
    * Legacy GET /v1/receipts/{receipt_id}/verify (compatibility only). Emits a DeprecationWarning
    * (code TG_DEP_VERIFY_RECEIPT); use {@link verifyReceiptV2}.
    */
-  async verifyReceipt(receiptId: string, opts: CallOptions = {}): Promise<unknown> {
+  async verifyReceipt(receiptId: string, opts: CallOptions = {}): Promise<LegacyReceiptVerification> {
     process.emitWarning("verifyReceipt() is deprecated (legacy route); use verifyReceiptV2()", {
       type: "DeprecationWarning",
       code: "TG_DEP_VERIFY_RECEIPT",
@@ -440,7 +419,7 @@ export class ServiceClient {
     return requestJson(this.#http, "GET", `/v1/receipts/${id(receiptId, "receiptId")}/verify`, {
       route: "GET /v1/receipts/{receipt_id}/verify",
       signal: opts.signal,
-      schema: anyJson,
+      schema: LegacyReceiptVerificationSchema,
     });
   }
 }

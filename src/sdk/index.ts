@@ -21,6 +21,18 @@ export type {
   RecordActionRequest,
 } from "../contract/v1/chains.js";
 export {
+  type ApprovalVerification,
+  ArtifactType,
+  type IssuedToken,
+  type LegacyReceiptVerification,
+  type PublicVerificationResult,
+  type ReceiptVerification,
+  type RevokedToken,
+  type TokenList,
+  type TokenRecord,
+  TokenStatus,
+} from "../contract/v1/verification.js";
+export {
   ApprovalStatus,
   type EventOutcome,
   EventOutcomeSchema,
@@ -36,15 +48,11 @@ export {
   withChain,
 } from "./chain.js";
 export {
-  ArtifactType,
   type CallOptions,
-  type IssuedToken,
-  type PublicVerificationResult,
   type Receipt,
   ServiceClient,
   type ServiceClientOptions,
   type TokenListFilter,
-  type TokenRecord,
   type VerificationResult,
 } from "./client.js";
 export {

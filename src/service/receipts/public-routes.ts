@@ -15,6 +15,7 @@ import type { FastifyRequest } from "fastify";
 import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
 import { z } from "zod";
 import { ApiErrorCode } from "../../contract/v1/errors.js";
+import type { PublicVerificationResult } from "../../contract/v1/verification.js";
 import { approvalOrgId } from "../approvals/store.js";
 import type { Clock } from "../clock.js";
 import type { Database } from "../db/pool.js";
@@ -22,12 +23,7 @@ import { ApiError } from "../errors.js";
 import type { Metrics } from "../metrics.js";
 import { legacyHooks } from "./legacy.js";
 import { resolveToken } from "./public-tokens.js";
-import {
-  minimizeVerification,
-  type PublicVerificationResult,
-  verifyStoredApproval,
-  verifyStoredReceipt,
-} from "./verification.js";
+import { minimizeVerification, verifyStoredApproval, verifyStoredReceipt } from "./verification.js";
 
 /** Rate limits of the public verification plugin. */
 export interface PublicVerificationOptions {

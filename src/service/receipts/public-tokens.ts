@@ -5,7 +5,14 @@
  * spec leaves the lifetime open); they end when revoked.
  */
 import { randomBytes, randomUUID, timingSafeEqual } from "node:crypto";
-import { z } from "zod";
+import type {
+  ArtifactType,
+  IssuedToken,
+  IssueToken,
+  ListTokensQuery,
+  RevokedToken,
+  TokenRecord,
+} from "../../contract/v1/verification.js";
 import type { Queryable } from "../db/pool.js";
 import { notFound } from "../errors.js";
 import { hashSecret } from "../secrets.js";
@@ -14,46 +21,6 @@ import { hashSecret } from "../secrets.js";
 export const PUBLIC_TOKEN_PREFIX = "tgp_";
 /** The only shape a token can have: prefix plus 43 base64url characters. */
 export const PUBLIC_TOKEN_PATTERN = /^tgp_[A-Za-z0-9_-]{43}$/;
-
-/** Artifact kinds a token may point at. */
-export const ArtifactType = { approval: "approval", receipt: "receipt" } as const;
-export type ArtifactType = (typeof ArtifactType)[keyof typeof ArtifactType];
-
-/** Token status values: active until revoked. */
-export const TokenStatus = { active: "active", revoked: "revoked" } as const;
-export type TokenStatus = (typeof TokenStatus)[keyof typeof TokenStatus];
-
-/** Body of POST /v1/public-verification-tokens. */
-export const IssueTokenSchema = z
-  .object({
-    artifact_type: z.enum([ArtifactType.approval, ArtifactType.receipt]),
-    artifact_id: z.uuid(),
-  })
-  .strict();
-export type IssueToken = z.infer<typeof IssueTokenSchema>;
-
-/** Query of GET /v1/public-verification-tokens. */
-export const ListTokensQuerySchema = z
-  .object({
-    status: z.enum([TokenStatus.active, TokenStatus.revoked]).optional(),
-    artifact_type: z.enum([ArtifactType.approval, ArtifactType.receipt]).optional(),
-    artifact_id: z.uuid().optional(),
-    limit: z.coerce.number().int().min(1).max(500).default(100),
-  })
-  .strict();
-export type ListTokensQuery = z.infer<typeof ListTokensQuerySchema>;
-
-/** A token record as listed: never the plaintext or its hash. */
-export interface TokenView {
-  token_id: string;
-  artifact_type: ArtifactType;
-  artifact_id: string;
-  status: TokenStatus;
-  created_by: string;
-  created_at: string;
-  revoked_at: string | null;
-  last_used_at: string | null;
-}
 
 interface TokenRow {
   id: string;
@@ -69,7 +36,7 @@ interface TokenRow {
 
 const iso = (d: Date | null) => (d ? new Date(d).toISOString() : null);
 
-function view(r: TokenRow): TokenView {
+function view(r: TokenRow): TokenRecord {
   return {
     token_id: r.id,
     artifact_type: r.artifact_type,
@@ -89,7 +56,7 @@ function view(r: TokenRow): TokenView {
 export async function issueToken(
   q: Queryable,
   opts: { orgId: string; body: IssueToken; createdBy: string; nowMs: number; publicUrl: string },
-) {
+): Promise<IssuedToken> {
   const table = opts.body.artifact_type === "receipt" ? "receipts" : "approvals";
   const found = await q.query(`SELECT 1 FROM ${table} WHERE id = $1 AND org_id = $2`, [
     opts.body.artifact_id,
@@ -120,13 +87,17 @@ export async function issueToken(
     public_url: `${opts.publicUrl.replace(/\/$/, "")}${publicPath}`,
     artifact_type: opts.body.artifact_type,
     artifact_id: opts.body.artifact_id,
-    status: "active" as const,
+    status: "active",
     created_at: created.toISOString(),
   };
 }
 
 /** Tokens of the organization, newest first. */
-export async function listTokens(q: Queryable, orgId: string, query: ListTokensQuery): Promise<TokenView[]> {
+export async function listTokens(
+  q: Queryable,
+  orgId: string,
+  query: ListTokensQuery,
+): Promise<TokenRecord[]> {
   const where = ["org_id = $1"];
   const values: unknown[] = [orgId];
   if (query.status) where.push(query.status === "active" ? "revoked_at IS NULL" : "revoked_at IS NOT NULL");
@@ -143,7 +114,10 @@ export async function listTokens(q: Queryable, orgId: string, query: ListTokensQ
  * Revokes a token of the organization; idempotent (a second revoke keeps the first time).
  * @throws ApiError 404 when the token does not exist in the organization.
  */
-export async function revokeToken(q: Queryable, opts: { orgId: string; tokenId: string; nowMs: number }) {
+export async function revokeToken(
+  q: Queryable,
+  opts: { orgId: string; tokenId: string; nowMs: number },
+): Promise<RevokedToken> {
   const { rows } = await q.query<TokenRow>(
     `UPDATE public_verification_tokens SET revoked_at = COALESCE(revoked_at, $3)
      WHERE id = $1 AND org_id = $2 RETURNING *`,
@@ -155,7 +129,7 @@ export async function revokeToken(q: Queryable, opts: { orgId: string; tokenId: 
     token_id: v.token_id,
     artifact_type: v.artifact_type,
     artifact_id: v.artifact_id,
-    status: "revoked" as const,
+    status: "revoked",
     revoked_at: v.revoked_at!,
   };
 }

@@ -20,6 +20,7 @@
  */
 import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
 import { z } from "zod";
+import { IssueTokenSchema, ListTokensQuerySchema } from "../../contract/v1/verification.js";
 import { CheckpointSchema } from "../../receipts/checkpoint.js";
 import { guard, type Principal, principalLabel } from "../auth.js";
 import type { Clock } from "../clock.js";
@@ -30,13 +31,7 @@ import { latestCheckpoint } from "./checkpoints.js";
 import { ExportQuerySchema, exportReceipts } from "./export.js";
 import { legacyHooks } from "./legacy.js";
 import { type PublicVerificationOptions, publicVerificationRoutes } from "./public-routes.js";
-import {
-  IssueTokenSchema,
-  issueToken,
-  ListTokensQuerySchema,
-  listTokens,
-  revokeToken,
-} from "./public-tokens.js";
+import { issueToken, listTokens, revokeToken } from "./public-tokens.js";
 import type { SigningKeys } from "./signing-keys.js";
 import {
   legacyReceiptView,

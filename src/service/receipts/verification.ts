@@ -25,11 +25,23 @@
  * Results never carry raw bodies, HMACs, signatures or hashes; problem texts name receipt
  * numbers only.
  */
+import {
+  AnchorStatus,
+  type ApprovalAuditContext,
+  type ApprovalsView,
+  type ApprovalVerification,
+  type CheckpointVerification,
+  type EventsView,
+  KeyStatus,
+  type LegacyReceiptVerification,
+  type PublicVerificationResult,
+  type ReceiptVerification,
+  type SignatureStatus,
+  type SignatureView,
+} from "../../contract/v1/verification.js";
 import { hasSensitivePrefix } from "../../policy/sanitize.js";
 import {
   type Checkpoint,
-  type CheckpointLogStatus,
-  type CheckpointSignatureStatus,
   checkpointLogStatus,
   verifyCheckpointSignature,
 } from "../../receipts/checkpoint.js";
@@ -52,160 +64,6 @@ import { orgSlug } from "../orgs/orgs.js";
 import { findApprovalRow, loadApprovalRecords, loadEventRecords } from "./evidence.js";
 import { loadPublicKeys, type StoredKey } from "./signing-keys.js";
 import { findReceiptRow, newestReceipt, predecessorOf, receiptAt } from "./store.js";
-
-/** Overall result. Receipts: valid | invalid. Approvals add pending and unsigned. */
-export const OverallStatus = {
-  /** Every local check passed. */
-  valid: "valid",
-  /** At least one local check failed. */
-  invalid: "invalid",
-  /** Approval not decided yet: nothing to verify. */
-  pending: "pending",
-  /** Approval resolved without an attestation (resolved before signing was enabled, or by a path without keys). */
-  unsigned: "unsigned",
-} as const;
-export type OverallStatus = (typeof OverallStatus)[keyof typeof OverallStatus];
-
-/** Ed25519 signature status. */
-export const SignatureStatus = {
-  valid: "valid",
-  invalid: "invalid",
-  /** The artifact should carry a signature and has none. */
-  missing: "missing",
-  /** Signed with a key id the service has no record of (for this purpose). */
-  unknown_key: "unknown_key",
-  /** Nothing signed yet (pending approval). */
-  not_applicable: "not_applicable",
-} as const;
-export type SignatureStatus = (typeof SignatureStatus)[keyof typeof SignatureStatus];
-
-/** Key-trust status of the signing key. */
-export const KeyStatus = {
-  /** The service's current (active) key of that purpose. */
-  trusted: "trusted",
-  /** A historical (retired by rotation) key: not evaluated until the key-registry work completes (spec). */
-  not_evaluated: "not_evaluated",
-  /** The key id is not in the service's key store. */
-  unknown: "unknown",
-  /** No signature to attribute to a key. */
-  not_applicable: "not_applicable",
-} as const;
-export type KeyStatus = (typeof KeyStatus)[keyof typeof KeyStatus];
-
-/**
- * Whether the chain's stored events (or approvals) match what its receipt committed to: valid;
- * invalid (an event or approval was altered, deleted, inserted or reordered, named in
- * problems); not_evaluated (the receipt was issued before the event hash chain and committed
- * to neither — not a failure — or its body cannot be read, which fails integrity).
- */
-export const EvidenceStatus = { valid: "valid", invalid: "invalid", not_evaluated: "not_evaluated" } as const;
-export type EvidenceStatus = (typeof EvidenceStatus)[keyof typeof EvidenceStatus];
-
-/** The `events` block of a receipt verification. */
-export interface EventsView {
-  status: EvidenceStatus;
-  /** Stored events of the chain. */
-  event_count: number;
-  /** Sequences of the stored or committed events that do not match, ascending. */
-  mismatched_sequences: number[];
-}
-
-/** The `approvals` block of a receipt verification. */
-export interface ApprovalsView {
-  status: EvidenceStatus;
-  /** Stored approvals of the chain. */
-  approval_count: number;
-  /** Ids of the approvals that do not match. */
-  mismatched_approval_ids: string[];
-}
-
-/** External anchor status: no timestamp authority or blockchain anchoring is configured. */
-export const AnchorStatus = { not_configured: "not_configured" } as const;
-export type AnchorStatus = (typeof AnchorStatus)[keyof typeof AnchorStatus];
-
-interface SignatureView {
-  status: SignatureStatus;
-  algorithm: "Ed25519";
-  kid: string | null;
-  key_status: KeyStatus;
-}
-
-/** GET /v1/verification/v2/receipts/{receipt_id} response. */
-export interface ReceiptVerification {
-  artifact_type: "receipt";
-  receipt_id: string;
-  receipt_number: string;
-  chain_id: string;
-  /** Position in the organization's receipt chain (1 = genesis). */
-  sequence: number;
-  /**
-   * pre_event_chain: issued before the event hash chain, so `events` and `approvals` are
-   * not_evaluated; event_chain: commits to both; null when the body cannot be read.
-   */
-  receipt_format: ReceiptFormat | null;
-  overall_status: "valid" | "invalid";
-  integrity: { status: "valid" | "invalid" };
-  chain: { status: LinkStatus; predecessor_receipt_number: string | null };
-  signature: SignatureView;
-  /** The chain's stored events against the receipt's event hash chain. */
-  events: EventsView;
-  /** The chain's stored approvals against the receipt and their own signatures. */
-  approvals: ApprovalsView;
-  timestamp_authority_anchor: { status: AnchorStatus };
-  blockchain_anchor: { status: AnchorStatus };
-  /** Human-readable reasons for every failed check; empty when valid. */
-  problems: string[];
-  verified_at: string;
-}
-
-/** Admin-only allowlisted audit context of an approval verification. */
-export interface ApprovalAuditContext {
-  decided_by: string | null;
-  decision: string;
-  exception: { duration: string | null; expires_at: string | null } | null;
-  /** A generated sentence plus the reviewer's notes, sanitized (secrets and e-mail addresses redacted, ≤ 280 characters of notes). */
-  review_summary: string;
-}
-
-/** GET /v1/verification/v2/approvals/{approval_id} response (audit_context for admins only). */
-export interface ApprovalVerification {
-  artifact_type: "approval";
-  approval_id: string;
-  chain_id: string;
-  /** The approval status: pending | approved | denied | timed_out | cancelled. */
-  status: string;
-  requested_at: string;
-  decided_at: string | null;
-  overall_status: OverallStatus;
-  integrity: { status: IntegrityStatus };
-  signature: SignatureView;
-  timestamp_authority_anchor: { status: AnchorStatus };
-  blockchain_anchor: { status: AnchorStatus };
-  problems: string[];
-  verified_at: string;
-  audit_context?: ApprovalAuditContext;
-}
-
-/** The minimized public result (spec: public verification) and nothing else. */
-export interface PublicVerificationResult {
-  artifact_type: "receipt" | "approval";
-  verification_status: OverallStatus;
-  integrity_status: IntegrityStatus;
-  signature_status: SignatureStatus;
-  key_status: KeyStatus;
-  timestamp_anchor_status: AnchorStatus;
-  verified_at: string;
-}
-
-/** The legacy shape of GET /v1/receipts/{receipt_id}/verify (compatibility only). */
-export interface LegacyReceiptVerification {
-  receipt_id: string;
-  receipt_number: string;
-  valid: boolean;
-  signature_valid: boolean;
-  chain_valid: boolean;
-  verified_at: string;
-}
 
 /**
  * Key-trust rule (spec: "historical approval signing keys report not_evaluated until the
@@ -447,20 +305,6 @@ export function evidenceOf(v: ReceiptVerification): ChainEvidence {
     approvals: v.approvals,
     problems: v.problems,
   };
-}
-
-/** POST /v1/verification/v2/checkpoints response (no hashes, no signatures). */
-export interface CheckpointVerification {
-  artifact_type: "checkpoint";
-  organization: string;
-  sequence: number;
-  receipt_number: string | null;
-  overall_status: "valid" | "invalid";
-  signature: { status: CheckpointSignatureStatus; algorithm: "Ed25519"; kid: string; key_status: KeyStatus };
-  /** Whether the stored receipt log still extends the checkpoint, and where it ends now. */
-  log: { status: CheckpointLogStatus; latest_sequence: number };
-  problems: string[];
-  verified_at: string;
 }
 
 /**

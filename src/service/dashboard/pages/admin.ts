@@ -4,7 +4,7 @@
  * revoke), and the organization kill switch and pause.
  */
 
-import type { TokenView } from "../../receipts/public-tokens.js";
+import type { TokenRecord } from "../../../contract/v1/verification.js";
 import type { ReceiptChoice } from "../../receipts/store.js";
 import { formatTime } from "../format.js";
 import { html, type SafeHtml } from "../html.js";
@@ -66,7 +66,7 @@ ${created && secretOnce(`API key “${created.name}”`, created.apiKey, "new-ap
 /** /dashboard/admin/verification-tokens body; `issued` is the token just issued (shown once). */
 export function tokensBody(opts: {
   viewer: Viewer;
-  tokens: TokenView[];
+  tokens: TokenRecord[];
   receipts: ReceiptChoice[];
   issued?: { token: string; publicUrl: string; artifact: string };
 }): SafeHtml {

@@ -6,12 +6,12 @@
  * shown. A receipt issued before the event hash chain says that its events and approvals are
  * not evaluated (it never committed to them), not that they fail.
  */
+import type { ReceiptVerification } from "../../../contract/v1/verification.js";
 import type { PolicyDecision } from "../../../policy/schema.js";
 import type { ChainApproval } from "../../approvals/store.js";
 import type { chainEvents } from "../../chains/store.js";
 import type { ChainBody } from "../../chains/views.js";
 import type { ChainException } from "../../exceptions/store.js";
-import type { ReceiptVerification } from "../../receipts/verification.js";
 import { decisionLabels, durationLabels, formatTime, metricRows } from "../format.js";
 import { html, type SafeHtml } from "../html.js";
 import { badge, toneOf } from "../layout.js";

@@ -5,13 +5,8 @@
 import type { FastifyInstance, FastifyReply } from "fastify";
 import type { ZodTypeProvider } from "fastify-type-provider-zod";
 import { z } from "zod";
-import {
-  IssueTokenSchema,
-  issueToken,
-  ListTokensQuerySchema,
-  listTokens,
-  revokeToken,
-} from "../../receipts/public-tokens.js";
+import { IssueTokenSchema, ListTokensQuerySchema } from "../../../contract/v1/verification.js";
+import { issueToken, listTokens, revokeToken } from "../../receipts/public-tokens.js";
 import { recentReceipts } from "../../receipts/store.js";
 import type { Notice, Viewer } from "../layout.js";
 import { tokensBody } from "../pages/admin.js";
