@@ -4,7 +4,7 @@
  * govern a real action against the real service, and type-checked by a TypeScript consumer.
  */
 import { execFile, execFileSync } from "node:child_process";
-import { mkdtempSync, readdirSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { promisify } from "node:util";
@@ -70,18 +70,8 @@ console.log(JSON.stringify({ decision: decision.policy_decision, receipt: done.r
     });
   });
 
-  it("type-checks a TypeScript consumer against the package's declarations", async () => {
-    writeFileSync(
-      path.join(dir, "consumer.ts"),
-      `import { type AgentAction, Chain, type PolicyDecision, ServiceClient } from "@tollgate/sdk";
-const chain: Chain = new Chain("typed");
-const action: AgentAction = { agentName: "a", actionType: "tool_call", actionName: "x" };
-const d: Promise<PolicyDecision> = chain.recordAgentAction(action, { signal: AbortSignal.timeout(1000) });
-const source: Promise<string> = d.then((x) => x.decision_source);
-const c: ServiceClient = new ServiceClient({ apiKey: "tg_x" });
-export { c, d, source };
-`,
-    );
+  /** Type-checks `files` of the consumer project against the package's declarations; tsc's output. */
+  async function typeCheck(files: string[]): Promise<{ code: number; out: string }> {
     writeFileSync(
       path.join(dir, "tsconfig.json"),
       JSON.stringify({
@@ -96,17 +86,56 @@ export { c, d, source };
           skipLibCheck: false,
           types: ["node"],
         },
-        files: ["consumer.ts"],
+        files,
       }),
     );
-    const r = await run(
+    return run(
       process.execPath,
       [path.join(root, "node_modules/typescript/bin/tsc"), "-p", "tsconfig.json"],
-      { cwd: dir },
+      {
+        cwd: dir,
+      },
     ).then(
       () => ({ code: 0, out: "" }),
       (e: { code: number; stdout: string }) => ({ code: e.code, out: e.stdout }),
     );
+  }
+
+  it("type-checks a TypeScript consumer against the package's declarations", async () => {
+    writeFileSync(
+      path.join(dir, "consumer.ts"),
+      `import { type AgentAction, Chain, type PolicyDecision, ServiceClient } from "@tollgate/sdk";
+const chain: Chain = new Chain("typed");
+const action: AgentAction = { agentName: "a", actionType: "tool_call", actionName: "x" };
+const d: Promise<PolicyDecision> = chain.recordAgentAction(action, { signal: AbortSignal.timeout(1000) });
+const source: Promise<string> = d.then((x) => x.decision_source);
+const c: ServiceClient = new ServiceClient({ apiKey: "tg_x" });
+export { c, d, source };
+`,
+    );
+    const r = await typeCheck(["consumer.ts"]);
+    expect(r.out).toBe("");
+    expect(r.code).toBe(0);
+  });
+
+  it("type-checks the README's TypeScript SDK examples that import only the package", async () => {
+    const readme = readFileSync(path.join(root, "README.md"), "utf8");
+    const section = readme.slice(readme.indexOf("## Client library (TypeScript SDK)"));
+    const body = section.slice(0, section.indexOf("\n## ", 1));
+    const snippets = [...body.matchAll(/```ts\n([\s\S]*?)```/g)]
+      .map((m) => m[1]!)
+      .filter((code) =>
+        [...code.matchAll(/from "([^"]+)"/g)].every((i) => i[1]!.startsWith("@tollgate/sdk")),
+      );
+    // The init/Chain example, withChain with a signal, and the verification helpers at least.
+    expect(snippets.length).toBeGreaterThanOrEqual(3);
+    const files = snippets.map((code, i) => {
+      const file = `readme-${i + 1}.ts`;
+      // What an example takes from its surroundings.
+      writeFileSync(path.join(dir, file), `declare const receiptId: string;\n${code}\nexport {};\n`);
+      return file;
+    });
+    const r = await typeCheck(files);
     expect(r.out).toBe("");
     expect(r.code).toBe(0);
   });

@@ -9,7 +9,8 @@
  * Snake_case, as every wire shape; `X.enum` names a value without a string literal.
  */
 import { z } from "zod";
-import { CheckpointLogStatus, type CheckpointSignatureStatus } from "../../receipts/checkpoint.js";
+// Type-only from receipts/checkpoint.ts: its code needs canonicalization, which clients do not ship.
+import type { CheckpointLogStatus, CheckpointSignatureStatus } from "../../receipts/checkpoint.js";
 import type { EvidenceStatus as ReceiptsEvidenceStatus } from "../../receipts/evidence.js";
 import { IntegrityStatusSchema, LinkStatusSchema, ReceiptFormatSchema } from "../../receipts/schema.js";
 
@@ -165,7 +166,14 @@ export const CheckpointVerificationSchema = z.object({
   }),
   /** Whether the stored receipt log still extends the checkpoint, and where it ends now. */
   log: z.object({
-    status: z.enum(Object.values(CheckpointLogStatus) as [CheckpointLogStatus, ...CheckpointLogStatus[]]),
+    status: z.enum([
+      "extended",
+      "truncated",
+      "missing",
+      "forked",
+      "not_covered",
+      "other_organization",
+    ]) satisfies z.ZodType<CheckpointLogStatus>,
     latest_sequence: z.number().int(),
   }),
   problems: z.array(z.string()),
