@@ -318,7 +318,12 @@ disabled_plugins = ["io.containerd.grpc.v1.cri", "io.containerd.cri.v1.images", 
 [debug]
   address = ""
 TOML
-  as_root "${BIN}/containerd" --config "${tmp}/config.toml" >"${tmp}/containerd.log" 2>&1 &
+  # Started as a command, not through the as_root function: a function in the background is a
+  # subshell, so $! would not be containerd's pid and `kill` would orphan it. 9>&-: the build lock
+  # (take_lock's fd 9) must not live on in containerd, or the next build waits for it forever.
+  local sudo=()
+  [[ "$(id -u)" == 0 ]] || sudo=(sudo -n)
+  "${sudo[@]}" "${BIN}/containerd" --config "${tmp}/config.toml" >"${tmp}/containerd.log" 2>&1 9>&- &
   local pid=$!
   local i ok=0
   for i in $(seq 1 50); do
@@ -329,10 +334,16 @@ TOML
     tail -20 "${tmp}/containerd.log" >&2; kill "${pid}" 2>/dev/null || true
     log "error: containerd for the image import did not start"; return 1
   fi
+  local imported=0
   as_root "${BIN}/ctr" -a "${tmp}/containerd.sock" -n k8s.io images import --no-unpack --all-platforms \
-    --digests --label io.cri-containerd.pinned=pinned "${tar}" >/dev/null
-  as_root "${BIN}/ctr" -a "${tmp}/containerd.sock" -n k8s.io images list -q | sed 's/^/  in node: /' >&2
+    --digests --label io.cri-containerd.pinned=pinned "${tar}" >/dev/null && imported=1
+  [[ ${imported} == 1 ]] &&
+    as_root "${BIN}/ctr" -a "${tmp}/containerd.sock" -n k8s.io images list -q | sed 's/^/  in node: /' >&2
   kill "${pid}"; wait "${pid}" 2>/dev/null || true
+  if [[ ${imported} != 1 ]]; then
+    tail -20 "${tmp}/containerd.log" >&2
+    log "error: importing the component images into the node image failed"; return 1
+  fi
   as_root rm -rf "${tmp}"
 }
 
