@@ -355,11 +355,22 @@ service:
     expect(res.forwarded).toBe(true);
     expect(res.decision.policy_decision).toBe("allow");
 
+    // Each process exports in batches, and a parent span ends (and is exported) after its
+    // children: wait for every span asserted below, not just for one of each process.
+    const expected = [
+      "tollgate.v1.ToolGateway/Invoke",
+      "POST /v1/chains/{chain_id}/actions",
+      "POST /v1/chains/:chain_id/actions",
+      "tollgate.decision",
+      "tollgate.forward",
+    ];
     const spans = await waitFor("the trace's spans", null, () => {
       const s = spansOf(agent.traceId);
-      const services = new Set(s.map((x) => x.service));
+      const names = new Set(s.map((x) => x.name));
       const pg = s.some((x) => x.attributes["db.system.name"] === "postgresql");
-      return services.has("tollgate-sidecar") && services.has("tollgate-service") && pg ? s : null;
+      const ids = new Set(s.map((x) => x.spanId));
+      const parented = s.every((x) => x.parentSpanId === agent.spanId || ids.has(x.parentSpanId));
+      return expected.every((n) => names.has(n)) && pg && parented ? s : null;
     });
     const byName = (name: string) => spans.filter((s) => s.name === name);
     // The sidecar's server span is the agent span's child.
