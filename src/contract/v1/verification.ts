@@ -21,7 +21,6 @@ import { IntegrityStatusSchema, LinkStatusSchema, ReceiptFormatSchema } from "..
  */
 export const OverallStatusSchema = z.enum(["valid", "invalid", "pending", "unsigned"]);
 export type OverallStatus = z.infer<typeof OverallStatusSchema>;
-export const OverallStatus = OverallStatusSchema.enum;
 
 /**
  * Ed25519 signature status: valid; invalid; missing (the artifact should carry a signature and
@@ -30,7 +29,6 @@ export const OverallStatus = OverallStatusSchema.enum;
  */
 export const SignatureStatusSchema = z.enum(["valid", "invalid", "missing", "unknown_key", "not_applicable"]);
 export type SignatureStatus = z.infer<typeof SignatureStatusSchema>;
-export const SignatureStatus = SignatureStatusSchema.enum;
 
 /**
  * Key-trust status of the signing key: trusted (the current key of its purpose); not_evaluated
