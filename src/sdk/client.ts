@@ -36,6 +36,7 @@ import {
   type ApprovalVerification,
   ApprovalVerificationSchema,
   type ArtifactType,
+  ArtifactTypeSchema,
   type IssuedToken,
   IssuedTokenSchema,
   type LegacyReceiptVerification,
@@ -358,8 +359,8 @@ export class ServiceClient {
     artifact: { artifactType: ArtifactType; artifactId: string },
     opts: CallOptions = {},
   ): Promise<IssuedToken> {
-    if (artifact.artifactType !== "approval" && artifact.artifactType !== "receipt") {
-      throw new TypeError("artifactType: must be approval or receipt");
+    if (!ArtifactTypeSchema.safeParse(artifact.artifactType).success) {
+      throw new TypeError(`artifactType: must be ${ArtifactTypeSchema.options.join(" or ")}`);
     }
     id(artifact.artifactId, "artifactId");
     return requestJson(this.#http, "POST", "/v1/public-verification-tokens", {
