@@ -46,6 +46,7 @@ import type {
   PayloadCondition,
   PolicyConfig,
   PolicyDecision,
+  WorkloadIdentity,
 } from "./schema.js";
 import { Outcome } from "./schema.js";
 
@@ -91,6 +92,8 @@ export interface EvaluationInput {
   action: Action;
   /** Exceptions of the organization; expired ones are ignored. */
   exceptions: readonly ActiveException[];
+  /** The caller's verified workload identity; null (or absent) for API-key and session callers. */
+  identity?: WorkloadIdentity | null;
   /** The evaluation instant, epoch milliseconds. */
   nowMs: number;
   /**

@@ -176,6 +176,32 @@ export const ActionSchema = z
   .strict();
 export type Action = z.infer<typeof ActionSchema>;
 
+/**
+ * The verified workload identity of the caller (issue 27): the Kubernetes principal the service
+ * verified from the pod's projected service account token (TokenReview). null for callers
+ * authenticated by an API key or a session (the demo, SDK users outside Kubernetes, CI jobs).
+ * `agent_name` stays the caller's own label; this is who the service knows is asking.
+ */
+export const WorkloadIdentitySchema = z
+  .object({
+    /** Namespace of the pod (and of its service account). */
+    namespace: z.string().min(1).max(253),
+    /** Service account name, without the namespace (e.g. "invoice-agent"). */
+    service_account: z.string().min(1).max(253),
+    /** Name of the pod the token is bound to; null for a token bound to no pod. */
+    pod_name: z.string().min(1).max(253).nullable(),
+    /** UID of that pod; null for a token bound to no pod. */
+    pod_uid: z.string().min(1).max(64).nullable(),
+    /** SPIFFE form: `spiffe://<trust-domain>/ns/<namespace>/sa/<service_account>`. */
+    spiffe_id: z.string().min(1).max(600),
+  })
+  .strict();
+export type WorkloadIdentity = z.infer<typeof WorkloadIdentitySchema>;
+
+/** SPIFFE ID of a service account: `spiffe://<trustDomain>/ns/<namespace>/sa/<serviceAccount>`. */
+export const spiffeIdOf = (trustDomain: string, namespace: string, serviceAccount: string): string =>
+  `spiffe://${trustDomain}/ns/${namespace}/sa/${serviceAccount}`;
+
 /** What the engine needs to know about the chain so far (before this action). */
 export interface ChainState {
   /** Epoch milliseconds the chain was opened. */
