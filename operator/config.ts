@@ -16,6 +16,7 @@ import {
   type InjectionConfig,
   PullPolicy,
   SIDECAR_NODE_OPTIONS,
+  SidecarAuth,
   type SidecarMode,
 } from "./webhook/patch.js";
 
@@ -171,6 +172,25 @@ const EnvSchema = z.object({
     .optional()
     .describe("service URL the sidecars call (default: the above)"),
   TOLLGATE_SIDECAR_MODE: z.enum(["container", "native"]).default("container").describe("container | native"),
+  TOLLGATE_SIDECAR_AUTH: z
+    .enum([SidecarAuth.serviceAccountToken, SidecarAuth.apiKey])
+    .default(SidecarAuth.serviceAccountToken)
+    .describe(
+      "serviceAccountToken (the pod's projected token, verified by the service) | apiKey (a minted namespace API key in a Secret)",
+    ),
+  TOLLGATE_SIDECAR_TOKEN_AUDIENCE: z
+    .string()
+    .min(1)
+    .max(253)
+    .default("tollgate")
+    .describe("audience of the sidecar's projected token (the service's TOLLGATE_TOKEN_AUDIENCE)"),
+  TOLLGATE_SIDECAR_TOKEN_EXPIRATION_SECONDS: z.coerce
+    .number()
+    .int()
+    .min(600)
+    .max(86_400)
+    .default(600)
+    .describe("lifetime of the projected token in seconds (the kubelet rotates it at 80%)"),
   TOLLGATE_SIDECAR_IMAGE_PULL_POLICY: z
     .enum([PullPolicy.always, PullPolicy.ifNotPresent, PullPolicy.never])
     .default(PullPolicy.ifNotPresent)
@@ -320,6 +340,9 @@ export function loadOperatorConfig(env: NodeJS.ProcessEnv = process.env): Operat
       nodeOptions: e.TOLLGATE_SIDECAR_NODE_OPTIONS,
       otelEnv: e.TOLLGATE_SIDECAR_OTEL_ENV,
       ports,
+      auth: e.TOLLGATE_SIDECAR_AUTH,
+      tokenAudience: e.TOLLGATE_SIDECAR_TOKEN_AUDIENCE,
+      tokenExpirationSeconds: e.TOLLGATE_SIDECAR_TOKEN_EXPIRATION_SECONDS,
     },
     health: { host: e.TOLLGATE_HEALTH_HOST, port: e.TOLLGATE_HEALTH_PORT },
     resyncMs: e.TOLLGATE_RESYNC_SECONDS * 1000,

@@ -39,7 +39,7 @@ import { createOperatorLogger } from "./log.js";
 import { createOperatorMetrics, type OperatorMetrics } from "./metrics.js";
 import { AdminApiClient, tokenFromFile } from "./service/client.js";
 import { serviceDnsNames } from "./webhook/certs.js";
-import { Labels, type NamespaceLike } from "./webhook/patch.js";
+import { Labels, type NamespaceLike, SidecarAuth } from "./webhook/patch.js";
 import { startWebhookServer } from "./webhook/server.js";
 import {
   ensureWebhookPki,
@@ -385,6 +385,7 @@ function startControllers(d: ControllerDeps): Controllers {
         namespaces: d.namespaces,
         organizations: deps.organizations,
         service: d.service,
+        mintApiKeys: d.config.sidecar.auth === SidecarAuth.apiKey,
         ...common,
       }),
     ],

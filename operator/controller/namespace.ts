@@ -7,7 +7,8 @@
  * the service no longer knows the key; every other active key of that name is revoked, so a key
  * minted before a crash cannot linger. Removing the label, or deleting the namespace, revokes the
  * key and deletes the Secret (the namespace carries the finalizer tollgate.dev/finalizer while
- * it holds a key).
+ * it holds a key). Only with sidecar auth `apiKey` (mintApiKeys): injected sidecars authenticate with
+ * their pod's service account token by default and need no Secret (issue 27).
  */
 
 import type { Logger } from "pino";
@@ -65,6 +66,12 @@ export interface NamespaceReconcilerOptions {
   log: Logger;
   /** Delay before checking again while the organization is not synced (ms, default 30 000). */
   waitForOrganizationMs?: number;
+  /**
+   * Mint namespace API keys (sidecar auth `apiKey`). Off (the default with service account token
+   * auth): no key, no Secret; a key and Secret left from an earlier apiKey install are revoked and
+   * deleted as for a namespace that is no longer governed.
+   */
+  mintApiKeys?: boolean;
 }
 
 /** Reconciles the API key of governed namespaces. */
@@ -85,7 +92,7 @@ export class NamespaceReconciler implements Reconciler {
     const ns = this.o.namespaces.get(key.name);
     if (!ns?.metadata?.name) return {};
     const name = ns.metadata.name;
-    const slug = governingSlug(ns);
+    const slug = this.o.mintApiKeys === false ? undefined : governingSlug(ns);
     const secret = await this.readSecret(name);
     const managed = secret?.metadata?.labels?.[SecretMeta.managedByLabel] === SecretMeta.managedBy;
     const hasFinalizer = (ns.metadata.finalizers ?? []).includes(FINALIZER);

@@ -49,6 +49,7 @@ export function organizationBody(spec: OrganizationSpec, owner: string): Organiz
     pause: { active: spec.pause.active, reason: spec.pause.reason ?? null },
     approval_timeout_hours: spec.approvalTimeoutHours,
     evaluation_mode: spec.evaluationMode,
+    api_keys_enabled: spec.apiKeysEnabled,
     managed_by: owner,
   };
   put(body, "display_name", spec.displayName);

@@ -130,6 +130,12 @@ export const OrganizationSpecSchema = z
     evaluationMode: EvaluationModeSchema.default("enforce").describe(
       "enforce applies decisions; shadow only reports them in shadow_decision.",
     ),
+    apiKeysEnabled: z
+      .boolean()
+      .default(true)
+      .describe(
+        "Whether client API keys may record actions. false: agents must present their pod's service account token (verified workload identity); admin keys still work.",
+      ),
     runawayLimits: z
       .object({
         maxEvents: limits.max_events.describe("Actions per chain; 0 disables."),

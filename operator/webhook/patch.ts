@@ -1,6 +1,9 @@
 /**
  * The pure admission patch builder: decides whether a Pod gets the Tollgate sidecar and builds the
- * RFC 6902 JSON Patch that injects it (container, API-key Secret volume, TOLLGATE_* environment).
+ * RFC 6902 JSON Patch that injects it (container, the pod's identity — a projected service account
+ * token by default, or the namespace's API-key Secret —, upstream credential Secrets, TOLLGATE_*
+ * environment). Every volume is mounted into the sidecar container only: the agent's containers
+ * hold no Tollgate or tool secret (issue 27).
  * Plain data in, plain data out; operator/webhook/server.ts does the I/O.
  *
  * Selection (DESIGN.md "Names"): pods of namespaces labelled `tollgate.dev/injection=enabled`, or
@@ -36,6 +39,25 @@ export const API_KEY_VOLUME = "tollgate-api-key";
 export const API_KEY_SECRET = "tollgate-api-key";
 export const API_KEY_SECRET_KEY = "api-key";
 export const API_KEY_MOUNT_PATH = "/var/run/tollgate";
+/** The projected service account token the sidecar authenticates with (auth serviceAccountToken). */
+export const IDENTITY_VOLUME = "tollgate-identity";
+export const IDENTITY_MOUNT_PATH = "/var/run/tollgate/identity";
+export const IDENTITY_TOKEN_FILE = "token";
+/** Upstream credential Secrets are mounted at `${CREDENTIALS_DIR}/<upstream name>/` (one file per key). */
+export const CREDENTIALS_DIR = "/var/run/tollgate/credentials";
+/** Prefix of the volume of upstream i's credential Secret. */
+export const CREDENTIAL_VOLUME_PREFIX = "tollgate-cred-";
+
+/**
+ * How an injected sidecar authenticates to the service:
+ * - serviceAccountToken (default): the pod's projected service account token (audience
+ *   {@link InjectionConfig.tokenAudience}, rotated by the kubelet); the service verifies it with a
+ *   TokenReview and records the pod's verified identity. No Secret is needed.
+ * - apiKey: the namespace's API key from the Secret tollgate-api-key (what the operator mints when
+ *   TOLLGATE_NAMESPACE_API_KEYS is on); the recorded identity is then only the agent's own label.
+ */
+export const SidecarAuth = { serviceAccountToken: "serviceAccountToken", apiKey: "apiKey" } as const;
+export type SidecarAuth = (typeof SidecarAuth)[keyof typeof SidecarAuth];
 
 /**
  * How the sidecar is added, and how it is up before the agent container starts:
@@ -109,6 +131,12 @@ export interface InjectionConfig {
    * set on it as they are; OTEL_SERVICE_NAME defaults to tollgate-sidecar. Empty: tracing off.
    */
   otelEnv?: Readonly<Record<string, string>>;
+  /** How the sidecar authenticates; default {@link SidecarAuth.serviceAccountToken}. */
+  auth?: SidecarAuth;
+  /** Audience of the projected token; default "tollgate" (the service's TOLLGATE_TOKEN_AUDIENCE). */
+  tokenAudience?: string;
+  /** Lifetime of the projected token in seconds (≥ 600, the kubelet rotates it at 80%); default 600. */
+  tokenExpirationSeconds?: number;
 }
 
 /** The parts of a Pod the builder reads (core/v1 Pod as JSON). */
@@ -301,12 +329,16 @@ export function sidecarContainer(
   agentName: string,
   upstreams: string | undefined,
   taken: ReadonlySet<string> = new Set(),
+  credentialMounts: readonly VolumeMount[] = [],
 ): Record<string, unknown> {
   const ports = cfg.ports ?? DEFAULT_SIDECAR_PORTS;
   const nodeOptions = cfg.nodeOptions ?? SIDECAR_NODE_OPTIONS;
+  const apiKey = cfg.auth === SidecarAuth.apiKey;
   const env = [
     { name: "TOLLGATE_SERVICE_URL", value: cfg.serviceUrl },
-    { name: "TOLLGATE_API_KEY_FILE", value: `${API_KEY_MOUNT_PATH}/${API_KEY_SECRET_KEY}` },
+    apiKey
+      ? { name: "TOLLGATE_API_KEY_FILE", value: `${API_KEY_MOUNT_PATH}/${API_KEY_SECRET_KEY}` }
+      : { name: "TOLLGATE_SERVICE_TOKEN_FILE", value: `${IDENTITY_MOUNT_PATH}/${IDENTITY_TOKEN_FILE}` },
     { name: "TOLLGATE_ORGANIZATION", value: organization },
     { name: "TOLLGATE_AGENT_NAME", value: agentName },
     { name: "TOLLGATE_GRPC_ADDRESS", value: `127.0.0.1:${ports.grpc}` },
@@ -314,6 +346,7 @@ export function sidecarContainer(
     { name: "TOLLGATE_PROBE_ADDRESS", value: `0.0.0.0:${ports.metrics}` },
     ...(nodeOptions !== "" ? [{ name: "NODE_OPTIONS", value: nodeOptions }] : []),
     ...(upstreams !== undefined ? [{ name: "TOLLGATE_UPSTREAMS", value: upstreams }] : []),
+    ...(credentialMounts.length ? [{ name: "TOLLGATE_CREDENTIALS_DIR", value: CREDENTIALS_DIR }] : []),
     ...otelEnvOf(cfg.otelEnv),
   ];
   return {
@@ -322,7 +355,12 @@ export function sidecarContainer(
     imagePullPolicy: cfg.imagePullPolicy ?? PullPolicy.ifNotPresent,
     env,
     ports: sidecarContainerPorts(ports, taken),
-    volumeMounts: [{ name: API_KEY_VOLUME, mountPath: API_KEY_MOUNT_PATH, readOnly: true }],
+    volumeMounts: [
+      apiKey
+        ? { name: API_KEY_VOLUME, mountPath: API_KEY_MOUNT_PATH, readOnly: true }
+        : { name: IDENTITY_VOLUME, mountPath: IDENTITY_MOUNT_PATH, readOnly: true },
+      ...credentialMounts,
+    ],
     resources: structuredClone(cfg.resources ?? DEFAULT_SIDECAR_RESOURCES),
     securityContext: cfg.securityContext ?? defaultSecurityContext,
     ...sidecarProbes(taken.has(PortName.metrics) ? ports.metrics : PortName.metrics),
@@ -345,6 +383,69 @@ export const apiKeyVolume = () => ({
     defaultMode: 0o444,
   },
 });
+
+/**
+ * The projected service account token volume: audience and lifetime from `cfg`, readable by the
+ * sidecar's non-root user; mounted only into the sidecar.
+ */
+export const identityVolume = (cfg: InjectionConfig) => ({
+  name: IDENTITY_VOLUME,
+  projected: {
+    defaultMode: 0o444,
+    sources: [
+      {
+        serviceAccountToken: {
+          audience: cfg.tokenAudience ?? "tollgate",
+          expirationSeconds: cfg.tokenExpirationSeconds ?? 600,
+          path: IDENTITY_TOKEN_FILE,
+        },
+      },
+    ],
+  },
+});
+
+/** A container's volume mount. */
+export interface VolumeMount {
+  name: string;
+  mountPath: string;
+  readOnly: true;
+}
+
+/** The Secret volumes and sidecar mounts of the upstreams' credentials, or why they are refused. */
+export type CredentialVolumes =
+  | { volumes: Record<string, unknown>[]; mounts: VolumeMount[] }
+  | { error: string };
+
+const UPSTREAM_NAME = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$/;
+const SECRET_NAME = /^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/;
+
+/**
+ * Reads `credentials.secretName` of each upstream of the parsed `tollgate.dev/upstreams`
+ * annotation (a JSON list) and returns one Secret volume per upstream that has one, mounted
+ * read-only at `${CREDENTIALS_DIR}/<upstream name>` in the sidecar. Only the Secret's name is in
+ * the pod spec, never a value; the sidecar validates the rest of the entry.
+ */
+export function credentialVolumes(upstreams: unknown): CredentialVolumes {
+  const volumes: Record<string, unknown>[] = [];
+  const mounts: VolumeMount[] = [];
+  if (!Array.isArray(upstreams)) return { volumes, mounts };
+  for (const [i, u] of upstreams.entries()) {
+    const credentials = (u as { credentials?: unknown } | null)?.credentials;
+    if (credentials === undefined) continue;
+    const upstream = (u as { name?: unknown }).name;
+    const secretName = (credentials as { secretName?: unknown } | null)?.secretName;
+    if (typeof upstream !== "string" || !UPSTREAM_NAME.test(upstream)) {
+      return { error: `upstreams[${i}].name: must be letters, digits, '_', '.', '-' (1-63) when credentials are set` };
+    }
+    if (typeof secretName !== "string" || secretName.length > 253 || !SECRET_NAME.test(secretName)) {
+      return { error: `upstreams[${i}].credentials.secretName: must name a Secret in the pod's namespace` };
+    }
+    const name = `${CREDENTIAL_VOLUME_PREFIX}${i}`;
+    volumes.push({ name, secret: { secretName, defaultMode: 0o444 } });
+    mounts.push({ name, mountPath: `${CREDENTIALS_DIR}/${upstream}`, readOnly: true });
+  }
+  return { volumes, mounts };
+}
 
 /**
  * `add` operations that put `entries` into the string map at `path` (annotations, labels):
@@ -391,12 +492,14 @@ export function buildInjection(pod: PodLike, ns: NamespaceLike, cfg: InjectionCo
     return { kind: "deny", message: `tollgate: ${Annotations.agentName} must be 1 to 200 characters` };
   }
   let upstreams: string | undefined;
+  let parsedUpstreams: unknown;
   const rawUpstreams = annotations?.[Annotations.upstreams];
   if (rawUpstreams !== undefined) {
     try {
-      const parsed: unknown = JSON.parse(rawUpstreams);
-      if (parsed === null || typeof parsed !== "object") throw new Error("expected a JSON object or array");
-      upstreams = JSON.stringify(parsed);
+      parsedUpstreams = JSON.parse(rawUpstreams);
+      if (parsedUpstreams === null || typeof parsedUpstreams !== "object")
+        throw new Error("expected a JSON object or array");
+      upstreams = JSON.stringify(parsedUpstreams);
     } catch (err) {
       return {
         kind: "deny",
@@ -404,8 +507,15 @@ export function buildInjection(pod: PodLike, ns: NamespaceLike, cfg: InjectionCo
       };
     }
   }
-  if (pod.spec?.volumes?.some((v) => v.name === API_KEY_VOLUME)) {
-    return { kind: "deny", message: `tollgate: spec.volumes already has a volume named ${API_KEY_VOLUME}` };
+  const credentials = credentialVolumes(parsedUpstreams);
+  if ("error" in credentials) {
+    return { kind: "deny", message: `tollgate: annotation ${Annotations.upstreams}: ${credentials.error}` };
+  }
+  const identity = cfg.auth === SidecarAuth.apiKey ? apiKeyVolume() : identityVolume(cfg);
+  const addedVolumes = [identity, ...credentials.volumes];
+  const collision = addedVolumes.find((a) => pod.spec?.volumes?.some((v) => v.name === a.name));
+  if (collision) {
+    return { kind: "deny", message: `tollgate: spec.volumes already has a volume named ${collision.name}` };
   }
 
   const patch: PatchOperation[] = [];
@@ -420,7 +530,14 @@ export function buildInjection(pod: PodLike, ns: NamespaceLike, cfg: InjectionCo
     ...addToMap("/metadata/labels", pod.metadata?.labels, { [Labels.sidecar]: SIDECAR_LABEL_VALUE }),
   );
 
-  const container = sidecarContainer(cfg, organization, agentName, upstreams, takenPortNames(pod));
+  const container = sidecarContainer(
+    cfg,
+    organization,
+    agentName,
+    upstreams,
+    takenPortNames(pod),
+    credentials.mounts,
+  );
   if (native) {
     if (!pod.spec?.initContainers)
       patch.push({ op: "add", path: "/spec/initContainers", value: [container] });
@@ -430,8 +547,8 @@ export function buildInjection(pod: PodLike, ns: NamespaceLike, cfg: InjectionCo
   } else {
     patch.push({ op: "add", path: "/spec/containers/0", value: container });
   }
-  if (!pod.spec?.volumes) patch.push({ op: "add", path: "/spec/volumes", value: [apiKeyVolume()] });
-  else patch.push({ op: "add", path: "/spec/volumes/-", value: apiKeyVolume() });
+  if (!pod.spec?.volumes) patch.push({ op: "add", path: "/spec/volumes", value: addedVolumes });
+  else for (const value of addedVolumes) patch.push({ op: "add", path: "/spec/volumes/-", value });
   return { kind: "inject", patch, organization, agentName };
 }
 

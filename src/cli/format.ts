@@ -47,6 +47,8 @@ export function formatReport(
     if (x.receipt_format === "pre_event_chain") {
       lines.push("          · issued before the event hash chain: it commits to no events or approvals");
     }
+    for (const p of x.principals)
+      lines.push(`          · acted: ${p.spiffe_id}${p.pod_name ? ` (pod ${p.pod_name})` : ""}`);
     for (const p of x.problems) lines.push(`          - ${p}`);
   }
   if (r.receipts.length > 0) lines.push("");

@@ -31,6 +31,7 @@ import type {
   LinkStatus,
   ReceiptFormat,
 } from "../receipts/schema.js";
+import { receiptPrincipals } from "../receipts/schema.js";
 import { receiptHash } from "../receipts/sign.js";
 import { verifyReceiptChain } from "../receipts/verify.js";
 import { exportSigningInput, type ReceiptExport, ReceiptExportSchema } from "./export-format.js";
@@ -61,6 +62,8 @@ export interface ReceiptReport {
   approvals: EvidenceStatus;
   /** Ids of the approvals that do not match. */
   mismatched_approvals: string[];
+  /** The verified workload identities its signed events name: SPIFFE ID and pod (issue 27). */
+  principals: { spiffe_id: string; pod_name: string | null }[];
   problems: string[];
 }
 
@@ -313,6 +316,10 @@ export function verifyExport(
               ),
             ]
           : [],
+        principals: receiptPrincipals(receipts[i]).map((p) => ({
+          spiffe_id: p.spiffe_id,
+          pod_name: p.pod_name,
+        })),
         problems: [...c.problems, ...own],
       };
     }),

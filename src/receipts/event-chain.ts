@@ -22,7 +22,13 @@
 import { createHash } from "node:crypto";
 import { z } from "zod";
 import { canonicalJson } from "./canonical.js";
-import { EVENT_CHAIN_FORMAT, type EventOutcome, EventOutcomeSchema, Sha256RefSchema } from "./schema.js";
+import {
+  EVENT_CHAIN_FORMAT,
+  type EventOutcome,
+  EventOutcomeSchema,
+  Sha256RefSchema,
+  VerifiedPrincipalSchema,
+} from "./schema.js";
 
 /** Value of `type` in every hashed event text, so it can never be mistaken for other signed data. */
 export const EVENT_HASH_TYPE = "tollgate.event.v1";
@@ -52,6 +58,11 @@ export const EventRecordSchema = z.strictObject({
   outcome: EventOutcomeSchema.nullable(),
   /** ISO 8601 UTC. */
   recorded_at: z.iso.datetime(),
+  /**
+   * The verified workload identity that recorded the event. Absent (not null) when there was
+   * none, so the hash of an event recorded without identity is what it always was.
+   */
+  principal: VerifiedPrincipalSchema.optional(),
 });
 export type EventRecord = z.infer<typeof EventRecordSchema>;
 

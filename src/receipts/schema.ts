@@ -118,6 +118,19 @@ export type ReceiptApproval = z.infer<typeof ReceiptApprovalSchema>;
 
 export { type EventOutcome, EventOutcomeSchema } from "../contract/v1/wire.js";
 
+/**
+ * A verified workload identity as receipts and event records carry it (the service's
+ * WorkloadIdentity; receipts stay independent of the policy module, so the shape is declared here).
+ */
+export const VerifiedPrincipalSchema = signedObject({
+  namespace: z.string(),
+  service_account: z.string(),
+  pod_name: z.string().nullable(),
+  pod_uid: z.string().nullable(),
+  spiffe_id: z.string(),
+});
+export type VerifiedPrincipal = z.infer<typeof VerifiedPrincipalSchema>;
+
 /** The facts of one recorded action that every events_summary item carries, in both formats. */
 const receiptEventShape = {
   /** 1-based position of the event within the chain. */
@@ -135,6 +148,12 @@ const receiptEventShape = {
   recorded_at: Timestamp,
   /** null when the action was not carried out or no outcome was reported. */
   outcome: signedObject(EventOutcomeSchema.shape).nullable(),
+  /**
+   * The verified workload identity that recorded the action (namespace, service_account,
+   * pod_name, pod_uid, spiffe_id; issue 27). Absent when the caller had none (API key, session)
+   * and in receipts issued before identities were recorded.
+   */
+  principal: VerifiedPrincipalSchema.optional(),
 };
 
 /** One recorded action of the chain (spec: Events 1; receipt events_summary). */
@@ -401,3 +420,19 @@ export const ChainVerificationSchema = z.object({
   problems: z.array(z.string()),
 });
 export type ChainVerification = z.infer<typeof ChainVerificationSchema>;
+
+/**
+ * The distinct verified principals a receipt's signed events name (issue 27), in the order they
+ * first acted; one entry per (SPIFFE ID, pod UID). Empty for receipts without identities and for
+ * bodies that cannot be read.
+ */
+export function receiptPrincipals(receipt: unknown): VerifiedPrincipal[] {
+  const events = (receipt as { events_summary?: unknown } | null)?.events_summary;
+  if (!Array.isArray(events)) return [];
+  const seen = new Map<string, VerifiedPrincipal>();
+  for (const e of events) {
+    const parsed = VerifiedPrincipalSchema.safeParse((e as { principal?: unknown } | null)?.principal);
+    if (parsed.success) seen.set(`${parsed.data.spiffe_id} ${parsed.data.pod_uid}`, parsed.data);
+  }
+  return [...seen.values()];
+}

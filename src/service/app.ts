@@ -28,6 +28,7 @@ import { dashboardPlugin } from "./dashboard/plugin.js";
 import type { Database } from "./db/pool.js";
 import { ApiError, errorBody } from "./errors.js";
 import { healthRoutes } from "./health.js";
+import type { WorkloadAuthenticator } from "./identity/token-review.js";
 import { type JobHandler, Scheduler } from "./jobs.js";
 import { createLogger, type Logger, lazyChildLogger, safeUrl } from "./logger.js";
 import { createMetrics } from "./metrics.js";
@@ -62,6 +63,8 @@ export interface ServiceOptions {
   smtp?: SmtpConfig;
   /** Dashboard sign-in (OIDC or the development provider); unset leaves sign-in unconfigured. */
   oidc?: OidcConfig;
+  /** Verifies workload tokens (pods' projected service account tokens); unset refuses them. */
+  workloads?: WorkloadAuthenticator;
 }
 
 /** A built service: the Fastify app, its context, the job handlers and a close function. */
@@ -93,6 +96,7 @@ export async function buildService(opts: ServiceOptions): Promise<Service> {
     masterKey: opts.masterKey,
     adminToken: opts.adminToken,
     publicUrl: opts.publicUrl ?? "http://localhost:8000",
+    workloads: opts.workloads ?? null,
   };
   let shuttingDown = false;
   const app = Fastify({
@@ -117,7 +121,7 @@ export async function buildService(opts: ServiceOptions): Promise<Service> {
       ? null
       : req.routeOptions.config.cachedApiKey && secret.startsWith(API_KEY_PREFIX)
         ? await ctx.apiKeys.resolve(ctx.db, secret, clock.nowMs())
-        : await authenticate(ctx.db, secret, ctx.adminToken, clock.nowMs());
+        : await authenticate(ctx.db, secret, ctx.adminToken, clock.nowMs(), ctx.workloads);
     if (secret && !req.principal)
       throw new ApiError(401, ApiErrorCode.UNAUTHENTICATED, "The API key or session is invalid or revoked");
   });

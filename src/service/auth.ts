@@ -5,13 +5,18 @@
  * - API keys (`Authorization: Bearer tg_...`, spec: prefixed, shown once, stored as a hash),
  *   scoped to one organization with role `client` (agents, sidecars) or `admin`;
  * - dashboard user sessions (cookie `tg_session` or `Authorization: Bearer tgs_...`) with roles
- *   member, admin, approver in one organization.
+ *   member, admin, approver in one organization;
+ * - verified workload tokens (`Authorization: Bearer eyJ...`, a pod's projected service account
+ *   token, audience `tollgate`): role `client` in the organization of the pod's namespace
+ *   (identity/token-review.ts; issue 27).
  */
 import { randomUUID } from "node:crypto";
 import type { FastifyRequest } from "fastify";
 import type { Clock } from "./clock.js";
 import type { PreparedStatement, Queryable } from "./db/pool.js";
 import { forbidden, unauthorized } from "./errors.js";
+import { looksLikeJwt } from "./identity/principal.js";
+import type { WorkloadAuthenticator, WorkloadPrincipal } from "./identity/token-review.js";
 import { hashSecret, newSecret, safeEqual } from "./secrets.js";
 
 /** The spec's service API key prefix. */
@@ -26,12 +31,14 @@ export type UserRole = (typeof UserRole)[keyof typeof UserRole];
 export type Principal =
   | { kind: "service_admin" }
   | { kind: "api_key"; orgId: string; keyId: string; keyName: string; role: "client" | "admin" }
-  | { kind: "user"; orgId: string; email: string; roles: UserRole[]; sessionId: string };
+  | { kind: "user"; orgId: string; email: string; roles: UserRole[]; sessionId: string }
+  | WorkloadPrincipal;
 
 /** A label for audit records ("who decided"); never a secret. */
 export function principalLabel(p: Principal): string {
   if (p.kind === "service_admin") return "service-admin";
   if (p.kind === "api_key") return `api-key:${p.keyName}`;
+  if (p.kind === "workload") return p.identity.spiffe_id;
   return p.email;
 }
 
@@ -56,13 +63,29 @@ declare module "fastify" {
   }
 }
 
-/** Resolves a bearer secret to a principal; null when unknown, revoked or expired. */
+/** The verified workload identity of a principal; null for every other kind. */
+export const identityOf = (p: Principal | null) => (p?.kind === "workload" ? p.identity : null);
+
+/**
+ * Resolves a bearer secret to a principal; null when unknown, revoked or expired.
+ * @param workloads verifies workload tokens; without it a JWT is refused like an unknown secret.
+ * @throws ApiError 401/403/503 from {@link WorkloadAuthenticator.resolve} for a workload token;
+ *   403 for a client API key of an organization that turned API keys off.
+ */
 export async function authenticate(
   q: Queryable,
   secret: string,
   adminToken: string,
   nowMs: number,
+  workloads?: WorkloadAuthenticator | null,
 ): Promise<Principal | null> {
+  if (looksLikeJwt(secret)) {
+    if (!workloads)
+      throw unauthorized(
+        "Workload tokens are not accepted: this service has no workload identity configured",
+      );
+    return workloads.resolve(q, secret, nowMs);
+  }
   if (secret.startsWith(SESSION_PREFIX)) {
     const { rows } = await q.query(
       "SELECT id, org_id, email, roles FROM user_sessions WHERE token_hash = $1 AND revoked_at IS NULL AND expires_at > $2",
@@ -79,14 +102,24 @@ type ApiKeyPrincipal = Extract<Principal, { kind: "api_key" }>;
 
 const API_KEY_BY_HASH: PreparedStatement = {
   name: "tg_api_key_by_hash",
-  text: "SELECT id, org_id, name, role FROM api_keys WHERE key_hash = $1 AND revoked_at IS NULL",
+  text: `SELECT k.id, k.org_id, k.name, k.role, o.api_keys_enabled FROM api_keys k
+    JOIN organizations o ON o.id = k.org_id WHERE k.key_hash = $1 AND k.revoked_at IS NULL`,
 };
 
-/** The unrevoked API key whose secret hashes to `hash`, as a principal; null when none. */
+/**
+ * The unrevoked API key whose secret hashes to `hash`, as a principal; null when none.
+ * @throws ApiError 403 for a client key of an organization whose API keys are turned off.
+ */
 async function apiKeyPrincipal(q: Queryable, hash: string): Promise<ApiKeyPrincipal | null> {
   const { rows } = await q.query(API_KEY_BY_HASH, [hash]);
   const k = rows[0];
-  return k ? { kind: "api_key", orgId: k.org_id, keyId: k.id, keyName: k.name, role: k.role } : null;
+  if (!k) return null;
+  if (k.role === "client" && !k.api_keys_enabled) {
+    throw forbidden(
+      "This organization turned client API keys off: agents authenticate with their pod's service account token",
+    );
+  }
+  return { kind: "api_key", orgId: k.org_id, keyId: k.id, keyName: k.name, role: k.role };
 }
 
 /** How long a remembered API key is used without a database lookup, in ms. */
@@ -229,9 +262,9 @@ export const guard = {
   /** Agents and sidecars: any API key, or an org admin. */
   client(p: Principal | null): string {
     if (!p) throw unauthorized();
-    if (p.kind === "api_key") return p.orgId;
+    if (p.kind === "api_key" || p.kind === "workload") return p.orgId;
     if (p.kind === "user" && p.roles.includes("admin")) return p.orgId;
-    throw forbidden("An organization API key is required");
+    throw forbidden("An organization API key or workload token is required");
   },
   /** Organization members (any role), admin API keys. */
   member(p: Principal | null): { orgId: string; isAdmin: boolean } {

@@ -31,6 +31,16 @@ const EnvSchema = z.object({
   TOLLGATE_ADMIN_TOKEN_FILE: z.string().optional(),
   TOLLGATE_SCHEDULER_INTERVAL_MS: z.coerce.number().int().min(50).max(60_000).default(1000),
   LOG_LEVEL: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"),
+  TOLLGATE_WORKLOAD_IDENTITY: z.enum(["auto", "on", "off"]).default("auto"),
+  TOLLGATE_KUBECONFIG: z.string().min(1).optional(),
+  TOLLGATE_TOKEN_AUDIENCE: z.string().min(1).max(253).default("tollgate"),
+  TOLLGATE_TRUST_DOMAIN: z
+    .string()
+    .regex(/^[a-z0-9]([a-z0-9.-]*[a-z0-9])?$/, "must be a lowercase DNS-style name (SPIFFE trust domain)")
+    .max(253)
+    .default("cluster.local"),
+  TOLLGATE_TOKEN_REVIEW_CACHE_SECONDS: z.coerce.number().min(0).max(600).default(10),
+  KUBERNETES_SERVICE_HOST: z.string().optional(),
   ...SmtpEnvSchema.shape,
   ...OidcEnvSchema.shape,
 });
@@ -54,6 +64,20 @@ export interface ServiceConfig {
   smtp?: SmtpConfig;
   /** Dashboard sign-in; undefined disables sign-in. */
   oidc?: OidcConfig;
+  /** Workload identity (TokenReview of pods' projected tokens); undefined turns it off. */
+  workloadIdentity?: WorkloadIdentityConfig;
+}
+
+/** How workload tokens are verified (issue 27). */
+export interface WorkloadIdentityConfig {
+  /** kubeconfig of the API server to ask; undefined uses the in-cluster service account. */
+  kubeconfig?: string;
+  /** Audience the tokens must carry. */
+  audience: string;
+  /** SPIFFE trust domain of recorded identities. */
+  trustDomain: string;
+  /** Upper bound of how long a reviewed token is remembered, seconds. */
+  cacheSeconds: number;
 }
 
 /** Thrown when configuration is invalid; `issues` name the variables. */
@@ -75,6 +99,12 @@ const help = `Environment:
   TOLLGATE_ADMIN_TOKEN[_FILE]  service admin bearer token; generated into the data dir if unset
   TOLLGATE_SCHEDULER_INTERVAL_MS  durable job poll interval (default 1000)
   LOG_LEVEL                    fatal|error|warn|info|debug|trace|silent (default info)
+  TOLLGATE_WORKLOAD_IDENTITY   auto|on|off: verify pods' projected service account tokens with TokenReview
+                               (default auto: on inside Kubernetes or with TOLLGATE_KUBECONFIG)
+  TOLLGATE_KUBECONFIG          kubeconfig of the API server to ask (default: the in-cluster service account)
+  TOLLGATE_TOKEN_AUDIENCE      audience workload tokens must carry (default tollgate)
+  TOLLGATE_TRUST_DOMAIN        SPIFFE trust domain of recorded identities (default cluster.local)
+  TOLLGATE_TOKEN_REVIEW_CACHE_SECONDS  how long a reviewed token is remembered, at most (default 10)
   SMTP_HOST, SMTP_PORT         approval mail server; unset keeps mail queued in the outbox
   SMTP_TLS                     implicit|starttls|opportunistic|none (default starttls; implicit on port 465)
   SMTP_USER, SMTP_PASSWORD[_FILE]  SMTP credentials
@@ -136,6 +166,13 @@ export async function loadConfig(argv: string[], env: NodeJS.ProcessEnv): Promis
   const issues: string[] = [];
   const smtp = await smtpFromEnv(e, issues);
   const oidc = await oidcFromEnv(e, issues);
+  const identityOn =
+    e.TOLLGATE_WORKLOAD_IDENTITY === "on" ||
+    (e.TOLLGATE_WORKLOAD_IDENTITY === "auto" && (e.KUBERNETES_SERVICE_HOST || e.TOLLGATE_KUBECONFIG));
+  if (e.TOLLGATE_WORKLOAD_IDENTITY === "on" && !e.KUBERNETES_SERVICE_HOST && !e.TOLLGATE_KUBECONFIG)
+    issues.push(
+      "TOLLGATE_WORKLOAD_IDENTITY: on needs Kubernetes: run in a cluster or set TOLLGATE_KUBECONFIG",
+    );
   if (issues.length) throw new ConfigError(issues);
   return {
     port: e.PORT,
@@ -150,6 +187,14 @@ export async function loadConfig(argv: string[], env: NodeJS.ProcessEnv): Promis
     logLevel: e.LOG_LEVEL,
     ...(smtp && { smtp }),
     ...(oidc && { oidc }),
+    ...(identityOn && {
+      workloadIdentity: {
+        ...(e.TOLLGATE_KUBECONFIG && { kubeconfig: e.TOLLGATE_KUBECONFIG }),
+        audience: e.TOLLGATE_TOKEN_AUDIENCE,
+        trustDomain: e.TOLLGATE_TRUST_DOMAIN,
+        cacheSeconds: e.TOLLGATE_TOKEN_REVIEW_CACHE_SECONDS,
+      },
+    }),
   };
 }
 
@@ -172,6 +217,7 @@ export function describeConfig(c: ServiceConfig): Record<string, unknown> {
     masterKey: "(set)",
     adminToken: "(set)",
     smtp: c.smtp ? describeSmtp(c.smtp) : null,
+    workloadIdentity: c.workloadIdentity ?? "off",
     oidc: c.oidc
       ? {
           issuer: c.oidc.dev ? "embedded development provider (/dev-oidc)" : c.oidc.issuerUrl,

@@ -9,6 +9,7 @@ import { buildService } from "./app.js";
 import { ConfigError, describeConfig, loadConfig } from "./config.js";
 import { migrate } from "./db/migrate.js";
 import { type Database, openPglite, openPostgres } from "./db/pool.js";
+import { kubeApiServer, WorkloadAuthenticator } from "./identity/token-review.js";
 import { createLogger } from "./logger.js";
 
 async function main(): Promise<void> {
@@ -39,7 +40,12 @@ async function main(): Promise<void> {
       });
   const applied = await migrate(db);
   log.info({ applied, database: db.kind }, "database ready");
+  const identity = config.workloadIdentity;
+  const workloads = identity
+    ? new WorkloadAuthenticator({ api: await kubeApiServer(identity.kubeconfig), ...identity })
+    : undefined;
   const service = await buildService({
+    workloads,
     db,
     databaseUrl: config.databaseUrl,
     masterKey: config.masterKey,

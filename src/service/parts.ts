@@ -10,6 +10,7 @@ import type { RecordBatcher } from "./chains/record-batch.js";
 import type { ChainSnapshotCache } from "./chains/snapshot-cache.js";
 import type { Clock } from "./clock.js";
 import type { Database } from "./db/pool.js";
+import type { WorkloadAuthenticator } from "./identity/token-review.js";
 import type { Logger } from "./logger.js";
 import type { Metrics } from "./metrics.js";
 import type { OrgConfigCache } from "./orgs/orgs.js";
@@ -39,4 +40,6 @@ export interface ServiceParts {
   masterKey: Buffer;
   adminToken: string;
   publicUrl: string;
+  /** Verifies workload tokens (issue 27); null when workload identity is off. */
+  workloads: WorkloadAuthenticator | null;
 }

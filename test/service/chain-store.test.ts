@@ -63,6 +63,7 @@ const guardedWrite = (
     exception_id: null,
     approval_id: null,
     recorded_at: new Date().toISOString(),
+    principal: null,
   },
 });
 

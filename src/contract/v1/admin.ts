@@ -31,6 +31,11 @@ export const OrganizationSpecSchema = z
     approval_timeout_hours: z.number().positive().max(8760).default(24),
     evaluation_mode: EvaluationModeSchema.default("enforce"),
     runaway_limits: RunawayLimitsSchema.partial().optional(),
+    /**
+     * Whether client API keys may record actions (default true). Off: agents must authenticate
+     * with a verified workload identity (a pod's service account token); admin keys still work.
+     */
+    api_keys_enabled: z.boolean().default(true),
     managed_by: z.string().max(200).optional(),
   })
   .strict();

@@ -11,6 +11,7 @@ import {
   EvaluationModeSchema,
   OutcomeSchema,
   PolicyConfigPatchSchema,
+  WorkloadIdentitySchema,
 } from "../../policy/schema.js";
 import { EventOutcomeSchema, MAX_OUTCOMES_PER_BATCH } from "./wire.js";
 
@@ -96,6 +97,8 @@ export const ChainViewSchema = z.looseObject({
   status: z.string(),
   failure: z.object({ mode: z.string(), message: z.string() }).nullable().optional(),
   receipt_id: z.string().nullable().optional(),
+  /** The verified workload identity that opened the chain; null for API-key and session callers. */
+  principal: WorkloadIdentitySchema.nullable().optional(),
 });
 export type ChainView = z.infer<typeof ChainViewSchema>;
 
@@ -112,6 +115,8 @@ export const ChainEventSchema = z.looseObject({
   decision: WireDecisionSchema,
   approval_id: z.string().nullable(),
   exception_id: z.string().nullable(),
+  /** The verified workload identity that recorded the event ("who is asking"); null without one. */
+  principal: WorkloadIdentitySchema.nullable().optional(),
 });
 export type ChainEvent = z.infer<typeof ChainEventSchema>;
 

@@ -36,6 +36,8 @@ export const ApiErrorCode = {
   RATE_LIMITED: "TG_ERR_RATE_LIMITED",
   /** 404: the public verification link does not verify (the one sanitized answer, no details). */
   VERIFICATION_UNAVAILABLE: "TG_ERR_VERIFICATION_UNAVAILABLE",
+  /** 503: a workload token could not be reviewed now (the Kubernetes API server is unreachable); retry. */
+  IDENTITY_UNAVAILABLE: "TG_ERR_IDENTITY_UNAVAILABLE",
   /** 4xx raised by the HTTP framework itself (e.g. an unsupported media type). */
   REQUEST: "TG_ERR_REQUEST",
   /** 5xx: an internal error; the body carries nothing else. */

@@ -12,7 +12,12 @@ import { z } from "zod";
 // Type-only from receipts/checkpoint.ts: its code needs canonicalization, which clients do not ship.
 import type { CheckpointLogStatus, CheckpointSignatureStatus } from "../../receipts/checkpoint.js";
 import type { EvidenceStatus as ReceiptsEvidenceStatus } from "../../receipts/evidence.js";
-import { IntegrityStatusSchema, LinkStatusSchema, ReceiptFormatSchema } from "../../receipts/schema.js";
+import {
+  IntegrityStatusSchema,
+  LinkStatusSchema,
+  ReceiptFormatSchema,
+  VerifiedPrincipalSchema,
+} from "../../receipts/schema.js";
 
 /**
  * Overall result of a v2 verification: valid (every local check passed), invalid (one failed);
@@ -109,6 +114,12 @@ export const ReceiptVerificationSchema = z.object({
   events: EventsViewSchema,
   /** The chain's stored approvals against the receipt and their own signatures. */
   approvals: ApprovalsViewSchema,
+  /**
+   * The verified workload identities the receipt's signed events name (issue 27), distinct, in
+   * the order they first acted; empty when every action came from an API key or session.
+   * Only as trustworthy as `overall_status`.
+   */
+  principals: z.array(VerifiedPrincipalSchema).default([]),
   timestamp_authority_anchor: AnchorSchema,
   blockchain_anchor: AnchorSchema,
   /** Human-readable reasons for every failed check (receipt numbers only); empty when valid. */

@@ -4,7 +4,7 @@
  * its chain's status together and sends the cross-replica wake-up (delivered at COMMIT).
  */
 import type { ApprovalStatus } from "../../contract/v1/wire.js";
-import type { PolicyDecision } from "../../policy/schema.js";
+import type { PolicyDecision, WorkloadIdentity } from "../../policy/schema.js";
 import type { MetricsDelta } from "../chains/counters.js";
 import type { Queryable } from "../db/pool.js";
 import { notFound } from "../errors.js";
@@ -169,6 +169,8 @@ export type ApprovalReadRow = ApprovalRow & {
 export type ApprovalListRow = ApprovalReadRow & {
   chain_name: string;
   agent_name: string;
+  /** The verified workload identity that asked; null for API-key and session callers. */
+  principal: WorkloadIdentity | null;
   action_type: string;
   action_name: string;
   payload: unknown;
@@ -217,7 +219,7 @@ export async function listApprovalRows(
 ): Promise<ApprovalListRow[]> {
   const { rows } = await q.query<ApprovalListRow>(
     `SELECT ${READ_COLUMNS}, c.name AS chain_name, ev.agent_name, ev.action_type, ev.action_name, ev.payload,
-       c.financial_exposure_usd, c.external_communications_count, c.records_modified_count, c.domains_contacted,
+       ev.principal, c.financial_exposure_usd, c.external_communications_count, c.records_modified_count, c.domains_contacted,
        c.estimated_cost_usd
      FROM ${READ_FROM} JOIN chains c ON c.id = a.chain_id JOIN chain_events ev ON ev.id = a.event_id
      WHERE a.org_id = $1 ${opts.status ? "AND a.status = $3" : ""} ORDER BY a.requested_at DESC LIMIT $2`,

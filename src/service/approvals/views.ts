@@ -106,6 +106,7 @@ export async function listApprovals(
     ...approvalView(r),
     chain_name: r.chain_name,
     agent_name: r.agent_name,
+    principal: r.principal ?? null,
     action_type: r.action_type,
     action_name: r.action_name,
     payload: r.payload,

@@ -17,6 +17,7 @@ import {
   type ActiveException,
   PolicyConfigPatchSchema,
   type PolicyDecision,
+  type WorkloadIdentity,
 } from "../../policy/schema.js";
 import { requestApproval } from "../approvals/request.js";
 import type { Clock } from "../clock.js";
@@ -41,7 +42,13 @@ export const MAX_PAYLOAD_STRING_LENGTH = 1000;
  */
 export async function createChain(
   db: Database,
-  opts: { orgId: string; body: CreateChain; createdBy: string; clock: Clock },
+  opts: {
+    orgId: string;
+    body: CreateChain;
+    createdBy: string;
+    principal: WorkloadIdentity | null;
+    clock: Clock;
+  },
 ): Promise<ChainBody> {
   const org = await orgById(db, opts.orgId);
   const row = await insertChain(db, {
@@ -56,6 +63,7 @@ export async function createChain(
     environment: opts.body.environment ?? org.environment,
     startedAt: new Date(opts.clock.nowMs()),
     createdBy: opts.createdBy,
+    principal: opts.principal,
   });
   return chainView(row);
 }
@@ -81,6 +89,7 @@ async function evaluateAction(
   action: Action,
   configs: OrgConfigCache,
   nowMs: number,
+  identity: WorkloadIdentity | null,
 ) {
   const { row: chain, org } = state;
   const compiled = await configs.get(q, org);
@@ -104,6 +113,7 @@ async function evaluateAction(
     action,
     exceptions: [] as ActiveException[],
     nowMs,
+    identity,
   };
   let ev = evaluate(input);
   if (
@@ -171,6 +181,7 @@ function guardedWrite(
   ev: Evaluation,
   nowMs: number,
   approvalId: string | null,
+  identity: WorkloadIdentity | null,
 ): GuardedWrite {
   const { row: chain, org } = state;
   const outcome = ev.decision.policy_decision;
@@ -207,6 +218,7 @@ function guardedWrite(
       exception_id: ev.exception_id,
       approval_id: approvalId,
       recorded_at: new Date(nowMs).toISOString(),
+      principal: identity,
     },
   };
 }
@@ -221,6 +233,8 @@ export interface RecordContext {
   chains: ChainSnapshotCache;
   /** The API key recording, re-checked inside the guarded write; null for user sessions. */
   keyId: string | null;
+  /** The caller's verified workload identity (recorded on the event, given to policy); null without one. */
+  identity: WorkloadIdentity | null;
   /** Group commit of guarded writes. */
   writer: RecordBatcher;
 }
@@ -252,9 +266,9 @@ export async function recordAction(
     const state: CachedChain =
       (attempt === 0 && opts.chains.get(opts.chainId, opts.orgId)) || (await readChainSnapshot(db, opts));
     assertAcceptsActions(state.row);
-    const { ev } = await evaluateAction(db, state, action, opts.configs, nowMs);
+    const { ev } = await evaluateAction(db, state, action, opts.configs, nowMs, opts.identity);
     if (ev.decision.policy_decision === "require_approval") break;
-    const write = guardedWrite(state, opts.keyId, action, ev, nowMs, null);
+    const write = guardedWrite(state, opts.keyId, action, ev, nowMs, null, opts.identity);
     const xmin = await opts.writer.write(write);
     if (xmin !== null) {
       // The guards made sure the row was the one remembered: the new row is computed, not read.
@@ -281,7 +295,13 @@ export async function recordAction(
  */
 async function recordLocked(
   db: Database,
-  opts: { orgId: string; chainId: string; configs: OrgConfigCache; keyId: string | null },
+  opts: {
+    orgId: string;
+    chainId: string;
+    configs: OrgConfigCache;
+    keyId: string | null;
+    identity: WorkloadIdentity | null;
+  },
   action: Action,
   nowMs: number,
 ): Promise<RecordResult> {
@@ -289,9 +309,17 @@ async function recordLocked(
     const recorded = await db.tx(async (q) => {
       const state: CachedChain = await readChainSnapshot(q, { ...opts, lock: true });
       assertAcceptsActions(state.row);
-      const { ev, config } = await evaluateAction(q, state, action, opts.configs, nowMs);
+      const { ev, config } = await evaluateAction(q, state, action, opts.configs, nowMs, opts.identity);
       const needsApproval = ev.decision.policy_decision === "require_approval";
-      const write = guardedWrite(state, opts.keyId, action, ev, nowMs, needsApproval ? randomUUID() : null);
+      const write = guardedWrite(
+        state,
+        opts.keyId,
+        action,
+        ev,
+        nowMs,
+        needsApproval ? randomUUID() : null,
+        opts.identity,
+      );
       const [xmin] = await writeEvents(q, [write]);
       if (xmin === null) return null;
       const expiresAt = write.event.approval_id
@@ -329,12 +357,21 @@ export type PreviewResult = PolicyDecision & { chain_id: string; category: strin
  */
 export async function previewAction(
   db: Database,
-  opts: Pick<RecordContext, "orgId" | "chainId" | "clock" | "configs" | "keyId"> & { action: Action },
+  opts: Pick<RecordContext, "orgId" | "chainId" | "clock" | "configs" | "keyId" | "identity"> & {
+    action: Action;
+  },
 ): Promise<PreviewResult> {
   const nowMs = opts.clock.nowMs();
   const state = await readChainSnapshot(db, opts);
   assertAcceptsActions(state.row);
-  const { ev } = await evaluateAction(db, state, sanitizedAction(opts.action), opts.configs, nowMs);
+  const { ev } = await evaluateAction(
+    db,
+    state,
+    sanitizedAction(opts.action),
+    opts.configs,
+    nowMs,
+    opts.identity,
+  );
   return { chain_id: state.row.id, category: ev.category, recorded: false, ...ev.decision };
 }
 

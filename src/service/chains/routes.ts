@@ -10,7 +10,7 @@ import { CompleteChainSchema, CreateChainSchema, RecordActionSchema } from "../.
 import { Attr, SpanKind, setAttributes, withSpan } from "../../telemetry/tracing.js";
 import { ApprovalStatusQuerySchema, approvalStatus } from "../approvals/views.js";
 import type { ApprovalWaiters } from "../approvals/waiters.js";
-import { type ApiKeyCache, guard, principalLabel } from "../auth.js";
+import { type ApiKeyCache, guard, identityOf, principalLabel } from "../auth.js";
 import type { Clock } from "../clock.js";
 import type { Database } from "../db/pool.js";
 import { ApiError } from "../errors.js";
@@ -69,6 +69,7 @@ export const chainRoutes: FastifyPluginAsyncZod<ChainRouteDeps> = async (app, de
       orgId,
       body: req.body,
       createdBy: principalLabel(req.principal!),
+      principal: identityOf(req.principal),
       clock: deps.clock,
     });
     return reply.code(201).send(chain);
@@ -119,6 +120,7 @@ export const chainRoutes: FastifyPluginAsyncZod<ChainRouteDeps> = async (app, de
             chains: deps.snapshots,
             writer: deps.writer,
             keyId,
+            identity: identityOf(req.principal),
           }).catch(forgetRefusedKey(keyId));
           setAttributes(span, () => ({
             [Attr.decision]: r.policy_decision,
@@ -148,6 +150,7 @@ export const chainRoutes: FastifyPluginAsyncZod<ChainRouteDeps> = async (app, de
         clock: deps.clock,
         configs: deps.configs,
         keyId,
+        identity: identityOf(req.principal),
       }).catch(forgetRefusedKey(keyId));
     },
   );

@@ -6,7 +6,7 @@
  */
 import type { ChainEventSchema, WireOf } from "../../contract/v1/chains.js";
 import type { ChainLifecycle, EventOutcome } from "../../contract/v1/wire.js";
-import type { PolicyDecision } from "../../policy/schema.js";
+import type { PolicyDecision, WorkloadIdentity } from "../../policy/schema.js";
 import type { PreparedStatement, Queryable } from "../db/pool.js";
 import { notFound, unauthorized } from "../errors.js";
 import type { Organization } from "../orgs/orgs.js";
@@ -33,6 +33,8 @@ export interface ChainRow {
   domains_contacted: string[];
   estimated_cost_usd: number;
   receipt_id: string | null;
+  /** The verified workload identity that opened the chain; null for API-key and session callers. */
+  principal: WorkloadIdentity | null;
 }
 
 /** The values of a new chain row (already redacted and sanitized by the caller). */
@@ -45,14 +47,16 @@ export interface NewChain {
   environment: string;
   startedAt: Date;
   createdBy: string;
+  principal: WorkloadIdentity | null;
 }
 
 /** Inserts an open chain and returns its row. */
 export async function insertChain(q: Queryable, c: NewChain): Promise<ChainRow> {
   const { rows } = await q.query<ChainRow>(
-    `INSERT INTO chains (id, org_id, name, metadata, policy_config, environment, status, started_at, created_by)
-     VALUES ($1,$2,$3,$4,$5,$6,'open',$7,$8) RETURNING *`,
-    [c.id, c.orgId, c.name, c.metadata, c.policyConfig, c.environment, c.startedAt, c.createdBy],
+    `INSERT INTO chains (id, org_id, name, metadata, policy_config, environment, status, started_at, created_by,
+       principal)
+     VALUES ($1,$2,$3,$4,$5,$6,'open',$7,$8,$9) RETURNING *`,
+    [c.id, c.orgId, c.name, c.metadata, c.policyConfig, c.environment, c.startedAt, c.createdBy, c.principal],
   );
   return rows[0]!;
 }
@@ -155,6 +159,8 @@ export interface EventRow {
   exception_id: string | null;
   approval_id: string | null;
   recorded_at: string;
+  /** The verified workload identity recording it; null for API-key and session callers. */
+  principal: WorkloadIdentity | null;
 }
 
 /**
@@ -196,7 +202,7 @@ WITH b AS (
     key_id uuid, seq int, status text, tokens bigint, cost double precision, fin double precision,
     ext int, rec int, domains text[], agent text, event_id uuid, parent_agent_name text,
     action_type text, action_name text, payload jsonb, category text, facts jsonb, decision jsonb,
-    triggers jsonb, exception_id uuid, approval_id uuid, recorded_at timestamptz)
+    triggers jsonb, exception_id uuid, approval_id uuid, recorded_at timestamptz, principal jsonb)
 ),
 advanced AS (
   UPDATE chains c SET ${advanceSetSql((input) => `b.${input}`, "c.")}
@@ -207,10 +213,10 @@ advanced AS (
 ),
 inserted AS (
   INSERT INTO chain_events (id, chain_id, org_id, sequence, agent_name, parent_agent_name, action_type,
-    action_name, payload, category, facts, decision, triggers, exception_id, approval_id, recorded_at)
+    action_name, payload, category, facts, decision, triggers, exception_id, approval_id, recorded_at, principal)
   SELECT b.event_id, b.chain_id, b.org_id, b.seq, b.agent, b.parent_agent_name, b.action_type,
     b.action_name, b.payload, b.category, b.facts, b.decision, b.triggers, b.exception_id, b.approval_id,
-    b.recorded_at
+    b.recorded_at, b.principal
   FROM b JOIN advanced a ON a.ord = b.ord
 )
 SELECT * FROM advanced`,
@@ -246,6 +252,7 @@ const toRecord = (w: GuardedWrite, ord: number) => ({
   exception_id: w.event.exception_id,
   approval_id: w.event.approval_id,
   recorded_at: w.event.recorded_at,
+  principal: w.event.principal,
 });
 
 /**
@@ -296,7 +303,8 @@ export async function addApprovedMetrics(
 export async function chainEvents(q: Queryable, chainId: string) {
   const { rows } = await q.query(
     `SELECT id, sequence, agent_name, parent_agent_name, action_type, action_name, payload, category, decision,
-       exception_id, approval_id, recorded_at, outcome FROM chain_events WHERE chain_id = $1 ORDER BY sequence`,
+       exception_id, approval_id, recorded_at, outcome, principal FROM chain_events WHERE chain_id = $1
+     ORDER BY sequence`,
     [chainId],
   );
   return rows.map((r) => ({
@@ -313,6 +321,7 @@ export async function chainEvents(q: Queryable, chainId: string) {
     approval_id: r.approval_id as string | null,
     recorded_at: new Date(r.recorded_at).toISOString(),
     outcome: r.outcome,
+    principal: (r.principal ?? null) as WorkloadIdentity | null,
   })) satisfies WireOf<typeof ChainEventSchema>[];
 }
 

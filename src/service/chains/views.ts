@@ -17,6 +17,7 @@ export function chainView(c: ChainRow) {
     total_actions: c.event_count,
     cumulative_metrics: cumulativeMetrics(c),
     receipt_id: c.receipt_id,
+    principal: c.principal ?? null,
   } satisfies WireOf<typeof ChainViewSchema>;
 }
 /** A chain as the service writes it (checked against the contract's ChainViewSchema). */

@@ -5,11 +5,21 @@
  * pure; loading reads the approval, its event and its chain.
  */
 
+import type { WorkloadIdentity } from "../../policy/schema.js";
 import { cumulativeMetrics } from "../chains/views.js";
 import { type CumulativeMetricsView, formatDuration, formatTime, metricRows } from "../dashboard/format.js";
 import { html } from "../dashboard/html.js";
 import type { Queryable } from "../db/pool.js";
 import { approvalLinkUrl } from "./links.js";
+
+/**
+ * The verified identity behind a request as one line (SPIFFE ID and
+ * pod), or a note that the agent's name is only its own claim (an API key or session recorded it).
+ */
+export const whoIsAsking = (p: WorkloadIdentity | null): string =>
+  p
+    ? `${p.spiffe_id}${p.pod_name ? ` (pod ${p.namespace}/${p.pod_name})` : ""} — verified`
+    : "not verified (API key or session: the agent name is the caller's own label)";
 
 /** Outbox kinds that carry an approval mail. */
 export const ApprovalMailKind = {
@@ -30,6 +40,8 @@ export interface ApprovalMailData {
   environment: string;
   agentName: string;
   parentAgentName: string | null;
+  /** "Who is asking": the verified workload identity of the request; null without one (API key). */
+  principal: WorkloadIdentity | null;
   actionType: string;
   actionName: string;
   category: string;
@@ -55,7 +67,8 @@ export async function loadApprovalMailData(
   const { rows } = await q.query(
     `SELECT a.status, a.chain_id, a.requested_at, a.expires_at, a.requested_decision, o.slug, c.name, c.environment,
        c.financial_exposure_usd, c.external_communications_count, c.records_modified_count, c.domains_contacted,
-       c.estimated_cost_usd, ev.agent_name, ev.parent_agent_name, ev.action_type, ev.action_name, ev.category
+       c.estimated_cost_usd, ev.agent_name, ev.parent_agent_name, ev.action_type, ev.action_name, ev.category,
+       ev.principal
      FROM approvals a JOIN organizations o ON o.id = a.org_id JOIN chains c ON c.id = a.chain_id
        JOIN chain_events ev ON ev.id = a.event_id
      WHERE a.id = $1`,
@@ -74,6 +87,7 @@ export async function loadApprovalMailData(
     environment: r.environment,
     agentName: r.agent_name,
     parentAgentName: r.parent_agent_name,
+    principal: r.principal ?? null,
     actionType: r.action_type,
     actionName: r.action_name,
     category: r.category,
@@ -112,6 +126,7 @@ export function renderApprovalMail(
     ["Chain", `${d.chainName} (${d.chainId})`],
     ["Environment", d.environment],
     ["Agent", d.parentAgentName ? `${d.agentName} (delegated by ${d.parentAgentName})` : d.agentName],
+    ["Who is asking", whoIsAsking(d.principal)],
     ["Attempted action", action],
     ["Category", d.category],
     ["Why approval is required", d.reason || "a policy requires approval"],

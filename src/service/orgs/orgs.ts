@@ -27,6 +27,8 @@ export interface Organization {
   paused: boolean;
   pause_reason: string | null;
   approval_timeout_hours: number;
+  /** Client API keys may record actions (issue 27); off: only verified workload identities. */
+  api_keys_enabled: boolean;
   settings: { evaluation_mode?: "enforce" | "shadow"; runaway_limits?: Record<string, number> };
   config_version: string;
   managed_by: string | null;
@@ -67,6 +69,7 @@ export function orgView(o: Organization) {
     kill_switch: { active: o.kill_switch_active, reason: o.kill_switch_reason },
     pause: { active: o.paused, reason: o.pause_reason },
     approval_timeout_hours: o.approval_timeout_hours,
+    api_keys_enabled: o.api_keys_enabled,
     evaluation_mode: o.settings.evaluation_mode ?? "enforce",
     runaway_limits: RunawayLimitsSchema.parse(o.settings.runaway_limits ?? {}),
     managed_by: o.managed_by,
@@ -103,13 +106,14 @@ export async function upsertOrganization(db: Database, s: string, spec: Organiza
     const now = new Date(nowMs);
     const { rows } = await q.query(
       `INSERT INTO organizations (id, slug, display_name, environment, kill_switch_active, kill_switch_reason, paused,
-         pause_reason, approval_timeout_hours, settings, config_version, managed_by, created_at, updated_at)
-       VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,'',$11,$12,$12)
+         pause_reason, approval_timeout_hours, settings, config_version, managed_by, created_at, updated_at,
+         api_keys_enabled)
+       VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,'',$11,$12,$12,$13)
        ON CONFLICT (slug) DO UPDATE SET display_name = EXCLUDED.display_name, environment = EXCLUDED.environment,
          kill_switch_active = EXCLUDED.kill_switch_active, kill_switch_reason = EXCLUDED.kill_switch_reason,
          paused = EXCLUDED.paused, pause_reason = EXCLUDED.pause_reason,
          approval_timeout_hours = EXCLUDED.approval_timeout_hours, settings = EXCLUDED.settings,
-         managed_by = EXCLUDED.managed_by
+         managed_by = EXCLUDED.managed_by, api_keys_enabled = EXCLUDED.api_keys_enabled
        RETURNING id, (xmax = 0) AS created`,
       [
         randomUUID(),
@@ -124,6 +128,7 @@ export async function upsertOrganization(db: Database, s: string, spec: Organiza
         settings,
         spec.managed_by ?? null,
         now,
+        spec.api_keys_enabled,
       ],
     );
     const row = rows[0]!;

@@ -198,6 +198,7 @@ async function receiptEvents(
       recorded_at: r.recorded_at,
       outcome: r.outcome,
       event_hash: hashes[i]!,
+      ...(r.principal && { principal: r.principal }),
     }),
   );
   return { events, eventChain: commitment };

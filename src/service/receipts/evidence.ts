@@ -26,6 +26,7 @@ interface EventRow {
   approval_id: string | null;
   outcome: EventRecord["outcome"];
   recorded_at: Date;
+  principal: EventRecord["principal"] | null;
 }
 
 /** The event record of a stored row: exactly the values the row holds now. */
@@ -45,6 +46,8 @@ export function eventRecordOf(r: EventRow): EventRecord {
     approval_id: r.approval_id,
     outcome: r.outcome ?? null,
     recorded_at: new Date(r.recorded_at).toISOString(),
+    // Only when recorded: an event without identity hashes as it did before identities existed.
+    ...(r.principal && { principal: r.principal }),
   };
 }
 
@@ -60,7 +63,7 @@ export async function loadEventRecords(
   if (chainIds.length === 0) return byChain;
   const { rows } = await q.query<EventRow>(
     `SELECT id, chain_id, sequence, agent_name, parent_agent_name, action_type, action_name, category, payload,
-       decision, exception_id, approval_id, outcome, recorded_at
+       decision, exception_id, approval_id, outcome, recorded_at, principal
      FROM chain_events WHERE chain_id = ANY($1::uuid[]) ORDER BY chain_id, sequence`,
     [chainIds],
   );

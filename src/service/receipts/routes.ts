@@ -54,11 +54,11 @@ export interface VerificationRoutesOptions {
   public?: PublicVerificationOptions;
 }
 
-/** Any principal of an organization: an API key (client or admin) or a user session. */
+/** Any principal of an organization: an API key (client or admin), a workload token or a user session. */
 function orgCaller(p: Principal | null): string {
   if (!p) throw unauthorized();
-  if (p.kind === "api_key" || p.kind === "user") return p.orgId;
-  throw forbidden("An organization API key or session is required");
+  if (p.kind === "api_key" || p.kind === "user" || p.kind === "workload") return p.orgId;
+  throw forbidden("An organization API key, workload token or session is required");
 }
 
 /** The verification routes and, inside, the public ones. */

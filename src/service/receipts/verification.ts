@@ -55,6 +55,7 @@ import {
 } from "../../receipts/evidence.js";
 import { parseReceiptNumber } from "../../receipts/number.js";
 import type { AnySignedReceipt, IntegrityStatus, LinkStatus, ReceiptFormat } from "../../receipts/schema.js";
+import { receiptPrincipals } from "../../receipts/schema.js";
 import { receiptHash } from "../../receipts/sign.js";
 import { verifyReceipt } from "../../receipts/verify.js";
 import { type AttestedApprovalRow, approvalAttestationPayload } from "../approvals/attestation.js";
@@ -126,6 +127,7 @@ export async function verifyStoredReceipt(
       signature: { status: "invalid", algorithm: "Ed25519", kid: null, key_status: KeyStatus.not_applicable },
       events: { status: "not_evaluated", event_count: 0, mismatched_sequences: [] },
       approvals: { status: "not_evaluated", approval_count: 0, mismatched_approval_ids: [] },
+      principals: [],
       ...anchors(),
       problems: [`the stored body of ${name} cannot be read`],
       verified_at: new Date(opts.nowMs).toISOString(),
@@ -196,6 +198,7 @@ export async function verifyStoredReceipt(
     signature,
     events: eventsView(evidence.events),
     approvals: approvalsView(evidence.approvals),
+    principals: receiptPrincipals(receipt),
     ...anchors(),
     problems: [...new Set(problems)],
     verified_at: new Date(opts.nowMs).toISOString(),

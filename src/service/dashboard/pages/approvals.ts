@@ -6,6 +6,7 @@
  * time-boxed exception of 1 hour, 1 day, 1 week or 1 month). Below: recent decisions.
  */
 import type { listApprovals } from "../../approvals/views.js";
+import { whoIsAsking } from "../../notify/mail.js";
 import { durationLabels, formatTime, metricRows, timeLeft } from "../format.js";
 import { html, type SafeHtml } from "../html.js";
 import { badge, csrfField, toneOf, type Viewer } from "../layout.js";
@@ -71,6 +72,7 @@ ${
 <dl class="facts">
 <dt>Chain</dt><dd><a href="/dashboard/chains/${a.chain_id}">${a.chain_name}</a><br><span class="mono small muted">${a.chain_id}</span></dd>
 <dt>Agent</dt><dd>${a.agent_name}</dd>
+<dt>Who is asking</dt><dd>${whoIsAsking(a.principal)}</dd>
 <dt>Action</dt><dd><span class="mono">${a.action_type}</span> · <strong>${a.action_name}</strong></dd>
 <dt>Why</dt><dd>${a.decision.decision_reason || "A policy requires approval."}${a.decision.policy_name ? html` <span class="muted small">(${a.decision.policy_name})</span>` : ""}</dd>
 <dt>Requested</dt><dd>${formatTime(a.requested_at)}</dd>
