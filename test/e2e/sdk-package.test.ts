@@ -118,10 +118,8 @@ export { c, d, source };
     expect(r.code).toBe(0);
   });
 
-  it("type-checks the README's TypeScript SDK examples that import only the package", async () => {
-    const readme = readFileSync(path.join(root, "README.md"), "utf8");
-    const section = readme.slice(readme.indexOf("## Client library (TypeScript SDK)"));
-    const body = section.slice(0, section.indexOf("\n## ", 1));
+  it("type-checks the manual's TypeScript SDK examples that import only the package", async () => {
+    const body = readFileSync(path.join(root, "docs/getting-started/typescript-sdk.md"), "utf8");
     const snippets = [...body.matchAll(/```ts\n([\s\S]*?)```/g)]
       .map((m) => m[1]!)
       .filter((code) =>
@@ -130,7 +128,7 @@ export { c, d, source };
     // The init/Chain example, withChain with a signal, and the verification helpers at least.
     expect(snippets.length).toBeGreaterThanOrEqual(3);
     const files = snippets.map((code, i) => {
-      const file = `readme-${i + 1}.ts`;
+      const file = `docs-example-${i + 1}.ts`;
       // What an example takes from its surroundings.
       writeFileSync(path.join(dir, file), `declare const receiptId: string;\n${code}\nexport {};\n`);
       return file;

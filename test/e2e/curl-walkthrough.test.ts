@@ -1,5 +1,5 @@
 /**
- * The README's first command and walkthrough, as a user runs them: the service process on
+ * The curl walkthrough of the manual (docs/getting-started/curl.md), as a user runs it: the service process on
  * embedded PGlite (`npm start`), the curl sequence exactly as written, --help, and a graceful
  * stop on SIGTERM.
  */
@@ -13,13 +13,13 @@ import { freePort } from "../support/postgres.js";
 const root = path.resolve(import.meta.dirname, "../..");
 
 function walkthrough(): string {
-  const readme = readFileSync(path.join(root, "README.md"), "utf8");
-  const m = readme.match(/<!-- walkthrough[^>]*-->\s*```bash\n([\s\S]*?)```/);
-  if (!m?.[1]) throw new Error("README walkthrough block not found");
+  const page = readFileSync(path.join(root, "docs/getting-started/curl.md"), "utf8");
+  const m = page.match(/<!-- walkthrough[^>]*-->\s*```bash\n([\s\S]*?)```/);
+  if (!m?.[1]) throw new Error("docs/getting-started/curl.md: walkthrough block not found");
   return m[1];
 }
 
-describe("README: npm start and the curl walkthrough", () => {
+describe("docs: npm start and the curl walkthrough", () => {
   let dir: string;
   let port: number;
   let proc: ChildProcess;
