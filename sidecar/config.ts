@@ -6,8 +6,14 @@
  *
  * Environment (file key in brackets):
  *   TOLLGATE_SERVICE_URL      [service_url]      governance service base URL (required)
- *   TOLLGATE_API_KEY_FILE     [api_key_file]     file holding the client API key
- *                                                (default /var/run/tollgate/api-key)
+ *   TOLLGATE_SERVICE_TOKEN_FILE [service_token_file] the pod's projected service account token
+ *                                                (audience tollgate), re-read as the kubelet
+ *                                                rotates it; when set, the sidecar authenticates
+ *                                                with it (verified workload identity) instead of
+ *                                                an API key. The webhook sets
+ *                                                /var/run/tollgate/identity/token
+ *   TOLLGATE_API_KEY_FILE     [api_key_file]     file holding the client API key, when no token
+ *                                                file is set (default /var/run/tollgate/api-key)
  *   TOLLGATE_ORGANIZATION     [organization]     organization slug (informational: logs,
  *                                                /readyz; the API key decides the organization)
  *   TOLLGATE_AGENT_NAME       [agent_name]       agent name of calls through the MCP face
@@ -141,6 +147,7 @@ const FileSchema = z
   .object({
     service_url: httpUrl.optional(),
     api_key_file: z.string().min(1).optional(),
+    service_token_file: z.string().min(1).optional(),
     organization: z.string().min(1).max(63).optional(),
     agent_name: z.string().min(1).max(200).optional(),
     grpc_address: address.optional(),
@@ -183,6 +190,8 @@ export const SidecarConfigSchema = z
   .object({
     serviceUrl: httpUrl,
     apiKeyFile: z.string().min(1).default(DEFAULT_API_KEY_FILE),
+    /** The pod's projected service account token; when set, used instead of the API key. */
+    serviceTokenFile: z.string().min(1).nullable().default(null),
     organization: z.string().min(1).max(63).nullable().default(null),
     agentName: z.string().min(1).max(200).default("mcp-agent"),
     grpcAddress: address.default("127.0.0.1:50051"),
@@ -257,6 +266,7 @@ export class ConfigError extends Error {
 const ENV_OF: Record<string, string> = {
   serviceUrl: "TOLLGATE_SERVICE_URL",
   apiKeyFile: "TOLLGATE_API_KEY_FILE",
+  serviceTokenFile: "TOLLGATE_SERVICE_TOKEN_FILE",
   organization: "TOLLGATE_ORGANIZATION",
   agentName: "TOLLGATE_AGENT_NAME",
   grpcAddress: "TOLLGATE_GRPC_ADDRESS",
@@ -344,6 +354,7 @@ export async function loadConfig(env: NodeJS.ProcessEnv, configFile?: string): P
   const candidate = {
     serviceUrl: pick(str("TOLLGATE_SERVICE_URL"), file.service_url),
     apiKeyFile: pick(str("TOLLGATE_API_KEY_FILE"), file.api_key_file),
+    serviceTokenFile: pick(str("TOLLGATE_SERVICE_TOKEN_FILE"), file.service_token_file),
     organization: pick(str("TOLLGATE_ORGANIZATION"), file.organization),
     agentName: pick(str("TOLLGATE_AGENT_NAME"), file.agent_name),
     grpcAddress: pick(str("TOLLGATE_GRPC_ADDRESS"), file.grpc_address),

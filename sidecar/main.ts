@@ -9,11 +9,15 @@ import { startTracing, TelemetryConfigError } from "../src/telemetry/tracing.js"
 import { VERSION } from "../src/version.js";
 import { ConfigError, describeConfig, loadConfig, readApiKey } from "./config.js";
 import { createLogger } from "./logger.js";
+import { type ServiceToken, watchServiceToken } from "./service-token.js";
 import { startSidecar } from "./sidecar.js";
 
 const ENVIRONMENT_HELP = `
 Environment (injected by the Tollgate admission webhook):
   TOLLGATE_SERVICE_URL            governance service base URL (required)
+  TOLLGATE_SERVICE_TOKEN_FILE     the pod's projected service account token (audience tollgate); when set,
+                                  the sidecar authenticates with it (verified workload identity), re-read as
+                                  the kubelet rotates it; the admission webhook sets it
   TOLLGATE_API_KEY_FILE           file holding the client API key (default /var/run/tollgate/api-key);
                                   the key is never taken from a flag or an environment value
   TOLLGATE_ORGANIZATION           organization slug (informational)
@@ -56,14 +60,14 @@ async function main(): Promise<void> {
   const flags = program.opts<{ config?: string; printConfig?: boolean }>();
 
   let config: Awaited<ReturnType<typeof loadConfig>>;
-  let apiKey: string;
+  let apiKeyFromFile: string | null = null;
   try {
     config = await loadConfig(process.env, flags.config);
     if (flags.printConfig) {
       process.stdout.write(`${JSON.stringify(describeConfig(config), null, 2)}\n`);
       return;
     }
-    apiKey = await readApiKey(config.apiKeyFile);
+    if (config.serviceTokenFile === null) apiKeyFromFile = await readApiKey(config.apiKeyFile);
   } catch (err) {
     if (err instanceof ConfigError) {
       process.stderr.write(`${err.message}\n`);
@@ -79,6 +83,18 @@ async function main(): Promise<void> {
     process.stderr.write(`${err.message}\n`);
     process.exit(2);
   });
+  let token: ServiceToken | null = null;
+  try {
+    if (config.serviceTokenFile !== null) token = await watchServiceToken(config.serviceTokenFile, log);
+  } catch (err) {
+    if (err instanceof ConfigError) {
+      process.stderr.write(`${err.message}\n`);
+      process.exit(2);
+    }
+    throw err;
+  }
+  // A workload token is read again on every request (the kubelet rotates it); an API key is fixed.
+  const apiKey = token ? token.current : (apiKeyFromFile as string);
   const sidecar = await startSidecar({ config, apiKey, log });
 
   let stopping = false;

@@ -25,8 +25,11 @@ import { createUpstreams, type Upstream } from "./upstreams/index.js";
 /** Options of startSidecar. */
 export interface StartOptions {
   config: SidecarConfig;
-  /** The client API key (read from TOLLGATE_API_KEY_FILE by main.ts). A secret. */
-  apiKey: string;
+  /**
+   * The client API key (read from TOLLGATE_API_KEY_FILE by main.ts), or a function returning the
+   * pod's current service account token (TOLLGATE_SERVICE_TOKEN_FILE). A secret.
+   */
+  apiKey: string | (() => string);
   log?: Logger;
   /** SDK hooks (tests: a shorter approval poll interval). */
   sdkInternals?: Partial<SdkInternals>;

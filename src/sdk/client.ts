@@ -53,7 +53,7 @@ import {
 } from "../contract/v1/verification.js";
 import { type EventOutcome, EventOutcomeSchema, MAX_OUTCOMES_PER_BATCH } from "../contract/v1/wire.js";
 import type { SignedReceipt } from "../receipts/schema.js";
-import type { ChainConfig } from "./config.js";
+import type { ChainConfig, Credential } from "./config.js";
 import { ServiceApiError, VerificationError } from "./exceptions.js";
 import { type HttpSettings, requestJson } from "./http.js";
 
@@ -77,8 +77,8 @@ export interface ApprovalStatusOptions extends CallOptions {
 
 /** Options of the ServiceClient constructor. */
 export interface ServiceClientOptions {
-  /** Service API key (`tg_...`); a secret. */
-  apiKey: string;
+  /** Service API key (`tg_...`), or a function returning the current bearer secret; a secret. */
+  apiKey: Credential;
   /** Base URL; default http://localhost:8000. */
   backendUrl?: string;
   /** Per-request timeout in ms; default 5000. */
@@ -128,7 +128,7 @@ export class ServiceClient {
 
   /** @throws TypeError when apiKey is empty or backendUrl is not an http(s) URL. */
   constructor(opts: ServiceClientOptions) {
-    if (typeof opts.apiKey !== "string" || opts.apiKey.trim() === "")
+    if (typeof opts.apiKey !== "function" && (typeof opts.apiKey !== "string" || opts.apiKey.trim() === ""))
       throw new TypeError("apiKey: must be a non-empty string");
     const baseUrl = (opts.backendUrl ?? "http://localhost:8000").replace(/\/+$/, "");
     if (!/^https?:\/\/[^/]/i.test(baseUrl)) throw new TypeError("backendUrl: must be an http(s) URL");
@@ -143,7 +143,7 @@ export class ServiceClient {
   /** A client for a ChainConfig (its URL, key, timeout and fetch). */
   static fromConfig(config: ChainConfig): ServiceClient {
     return new ServiceClient({
-      apiKey: config.apiKey,
+      apiKey: config.credential,
       backendUrl: config.backendUrl,
       timeoutMs: config.backendTimeoutMs,
       fetch: config.internals.fetch,

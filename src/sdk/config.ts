@@ -88,6 +88,12 @@ export interface SdkInternals {
   fetch: typeof fetch;
 }
 
+/**
+ * The bearer secret the client sends: an API key (`tg_...`), or a function that returns the current
+ * one on each request (a projected service account token the kubelet rotates).
+ */
+export type Credential = string | (() => string);
+
 /** The policy settings of init that go into every chain's policy_config (wire keys). */
 export interface InitPolicySettings {
   financial_approval_threshold_usd?: number;
@@ -101,7 +107,7 @@ export interface InitPolicySettings {
  * in a private field: it is not enumerable, not in JSON.stringify and not in console.log.
  */
 export class ChainConfig {
-  readonly #apiKey: string;
+  readonly #apiKey: Credential;
   /** Tag on every chain; default "production". */
   readonly environment: string;
   /** Service base URL without a trailing slash; default http://localhost:8000. */
@@ -137,7 +143,7 @@ export class ChainConfig {
   readonly internals: Readonly<SdkInternals>;
 
   /** Use {@link createConfig} or {@link init}; this constructor does not validate. */
-  constructor(apiKey: string, o: z.output<typeof InitOptionsSchema>, internals: SdkInternals) {
+  constructor(apiKey: Credential, o: z.output<typeof InitOptionsSchema>, internals: SdkInternals) {
     this.#apiKey = apiKey;
     this.environment = o.environment;
     this.backendUrl = o.backendUrl.replace(/\/+$/, "");
@@ -175,8 +181,13 @@ export class ChainConfig {
     Object.freeze(this);
   }
 
-  /** The service API key (a secret: never log it). */
+  /** The service API key, or the current workload token (a secret: never log it). */
   get apiKey(): string {
+    return typeof this.#apiKey === "function" ? this.#apiKey() : this.#apiKey;
+  }
+
+  /** The credential as given: the secret, or the function that returns the current one. */
+  get credential(): Credential {
     return this.#apiKey;
   }
 
@@ -229,18 +240,19 @@ const formatIssues = (error: z.ZodError): string => issueText(error, { root: "(o
 /**
  * Validates options and returns a ChainConfig WITHOUT storing it process-wide.
  * Emits a DeprecationWarning (process.emitWarning) for each deprecated option given.
- * @param apiKey the service API key (`tg_...`); a secret.
+ * @param apiKey the service API key (`tg_...`), or a function returning the current bearer secret
+ *   (a workload's rotated service account token, as the sidecar reads it); a secret.
  * @param options the spec's init parameters, camelCased (see {@link InitOptionsSchema}).
  * @param internals test hooks: poll interval, sleep, clock, fetch.
  * @throws TypeError naming the field when an option is invalid, when the API key is empty, or
  *   when both failModes and the legacy failMode are given.
  */
 export function createConfig(
-  apiKey: string,
+  apiKey: Credential,
   options: InitOptions = {},
   internals: Partial<SdkInternals> = {},
 ): ChainConfig {
-  if (typeof apiKey !== "string" || apiKey.trim() === "") {
+  if (typeof apiKey !== "function" && (typeof apiKey !== "string" || apiKey.trim() === "")) {
     throw new TypeError("init: apiKey: must be a non-empty string");
   }
   const parsed = InitOptionsSchema.safeParse(options ?? {});

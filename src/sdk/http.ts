@@ -35,8 +35,8 @@ import { abortReason } from "./sleep.js";
 /** What one request needs. */
 export interface HttpSettings {
   baseUrl: string;
-  /** Bearer secret; omitted from requests made with `auth: false`. */
-  apiKey: string | null;
+  /** Bearer secret (or a function returning the current one); omitted from requests made with `auth: false`. */
+  apiKey: string | (() => string) | null;
   timeoutMs: number;
   fetch: typeof fetch;
 }
@@ -167,7 +167,8 @@ async function send<T>(
   if (caller?.aborted) onAbort();
   else caller?.addEventListener("abort", onAbort, { once: true });
   const headers: Record<string, string> = { accept: "application/json" };
-  if (opts.auth !== false && http.apiKey) headers.authorization = `Bearer ${http.apiKey}`;
+  const bearer = typeof http.apiKey === "function" ? http.apiKey() : http.apiKey;
+  if (opts.auth !== false && bearer) headers.authorization = `Bearer ${bearer}`;
   if (opts.body !== undefined) headers["content-type"] = "application/json";
   propagation.inject(ctx, headers);
 

@@ -7,6 +7,7 @@ import { randomBytes } from "node:crypto";
 import type { LightMyRequestResponse } from "fastify";
 import { buildService, type Service } from "../../src/service/app.js";
 import { ManualClock } from "../../src/service/clock.js";
+import type { WorkloadAuthenticator } from "../../src/service/identity/token-review.js";
 import { runDueJobs } from "../../src/service/jobs.js";
 import { freshDatabase } from "./db.js";
 
@@ -34,7 +35,7 @@ export interface TestService {
 
 /** Starts a test service; `listen` also serves it on a loopback port for real HTTP clients. */
 export async function startTestService(
-  opts: { listen?: boolean; poolMax?: number } = {},
+  opts: { listen?: boolean; poolMax?: number; workloads?: WorkloadAuthenticator } = {},
 ): Promise<TestService> {
   const database = await freshDatabase({ poolMax: opts.poolMax });
   const clock = new ManualClock();
@@ -46,6 +47,7 @@ export async function startTestService(
     clock,
     schedulerIntervalMs: 0,
     defaultMetrics: false,
+    workloads: opts.workloads,
   });
   let url = "";
   if (opts.listen) url = await service.app.listen({ port: 0, host: "127.0.0.1" });

@@ -134,7 +134,38 @@ describe("buildInjection", () => {
     const sidecar = out.spec.containers[0];
     expect(sidecar.image).toBe(cfg.image);
     expect(sidecar.command).toBeUndefined();
+    // The pod's identity: a projected service account token (audience tollgate), in the sidecar only.
     expect(sidecar.volumeMounts).toEqual([
+      { name: "tollgate-identity", mountPath: "/var/run/tollgate/identity", readOnly: true },
+    ]);
+    expect(out.spec.containers[1].volumeMounts).toBeUndefined();
+    expect(out.spec.volumes).toEqual([
+      {
+        name: "tollgate-identity",
+        projected: {
+          defaultMode: 0o444,
+          sources: [{ serviceAccountToken: { audience: "tollgate", expirationSeconds: 600, path: "token" } }],
+        },
+      },
+    ]);
+    expect(envOf(out)).toEqual({
+      TOLLGATE_SERVICE_URL: "http://tollgate.tollgate-system:8000",
+      TOLLGATE_SERVICE_TOKEN_FILE: "/var/run/tollgate/identity/token",
+      TOLLGATE_ORGANIZATION: "acme",
+      TOLLGATE_AGENT_NAME: "payer",
+      TOLLGATE_GRPC_ADDRESS: "127.0.0.1:50051",
+      TOLLGATE_HTTP_ADDRESS: "127.0.0.1:9090",
+      TOLLGATE_PROBE_ADDRESS: "0.0.0.0:9091",
+      NODE_OPTIONS: "--max-semi-space-size=1 --max-old-space-size=128",
+    });
+  });
+
+  it("with auth apiKey mounts the namespace's API-key Secret instead of a token", () => {
+    const p: PodLike = { metadata: { name: "k1" }, spec: { containers: [{ name: "agent" }] } };
+    const d = buildInjection(p, governed, { ...cfg, auth: "apiKey" });
+    if (d.kind !== "inject") throw new Error(d.kind);
+    const out = applyPatch(p, d.patch) as any;
+    expect(sidecarOf(out).volumeMounts).toEqual([
       { name: "tollgate-api-key", mountPath: "/var/run/tollgate", readOnly: true },
     ]);
     expect(out.spec.volumes).toEqual([
@@ -147,16 +178,72 @@ describe("buildInjection", () => {
         },
       },
     ]);
-    expect(envOf(out)).toEqual({
-      TOLLGATE_SERVICE_URL: "http://tollgate.tollgate-system:8000",
-      TOLLGATE_API_KEY_FILE: "/var/run/tollgate/api-key",
-      TOLLGATE_ORGANIZATION: "acme",
-      TOLLGATE_AGENT_NAME: "payer",
-      TOLLGATE_GRPC_ADDRESS: "127.0.0.1:50051",
-      TOLLGATE_HTTP_ADDRESS: "127.0.0.1:9090",
-      TOLLGATE_PROBE_ADDRESS: "0.0.0.0:9091",
-      NODE_OPTIONS: "--max-semi-space-size=1 --max-old-space-size=128",
-    });
+    expect(envOf(out).TOLLGATE_API_KEY_FILE).toBe("/var/run/tollgate/api-key");
+    expect(envOf(out).TOLLGATE_SERVICE_TOKEN_FILE).toBeUndefined();
+  });
+
+  it("mounts each upstream's credential Secret by name into the sidecar only, never a value", () => {
+    const upstreams = [
+      {
+        name: "payments",
+        type: "http",
+        url: "http://pay.tools.svc/pay",
+        credentials: { secretName: "pay-cred", type: "bearer" },
+      },
+      { name: "search", type: "http", url: "http://search.tools.svc/" },
+      {
+        name: "crm",
+        type: "mcp",
+        transport: "streamable_http",
+        url: "http://crm/mcp",
+        credentials: {
+          secretName: "crm-oauth",
+          type: "oauth2_client_credentials",
+          tokenUrl: "http://idp/token",
+        },
+      },
+    ];
+    const p: PodLike = {
+      metadata: { name: "c1", annotations: { "tollgate.dev/upstreams": JSON.stringify(upstreams) } },
+      spec: { containers: [{ name: "agent" }] },
+    };
+    const d = buildInjection(p, governed, { ...cfg, tokenAudience: "tg", tokenExpirationSeconds: 900 });
+    if (d.kind !== "inject") throw new Error(d.kind);
+    const out = applyPatch(p, d.patch) as any;
+    expect(out.spec.volumes).toEqual([
+      {
+        name: "tollgate-identity",
+        projected: {
+          defaultMode: 0o444,
+          sources: [{ serviceAccountToken: { audience: "tg", expirationSeconds: 900, path: "token" } }],
+        },
+      },
+      { name: "tollgate-cred-0", secret: { secretName: "pay-cred", defaultMode: 0o444 } },
+      { name: "tollgate-cred-2", secret: { secretName: "crm-oauth", defaultMode: 0o444 } },
+    ]);
+    expect(sidecarOf(out).volumeMounts).toEqual([
+      { name: "tollgate-identity", mountPath: "/var/run/tollgate/identity", readOnly: true },
+      { name: "tollgate-cred-0", mountPath: "/var/run/tollgate/credentials/payments", readOnly: true },
+      { name: "tollgate-cred-2", mountPath: "/var/run/tollgate/credentials/crm", readOnly: true },
+    ]);
+    expect(envOf(out).TOLLGATE_CREDENTIALS_DIR).toBe("/var/run/tollgate/credentials");
+    expect(out.spec.containers.find((c: any) => c.name === "agent").volumeMounts).toBeUndefined();
+  });
+
+  it("refuses a credentials entry without a valid Secret name or upstream name", () => {
+    for (const [bad, field] of [
+      [{ name: "p", credentials: {} }, "credentials.secretName"],
+      [{ name: "p", credentials: { secretName: "Not_A_Name" } }, "credentials.secretName"],
+      [{ name: "../etc", credentials: { secretName: "ok" } }, "upstreams[0].name"],
+    ] as const) {
+      const p: PodLike = {
+        metadata: { name: "bad", annotations: { "tollgate.dev/upstreams": JSON.stringify([bad]) } },
+        spec: { containers: [{ name: "agent" }] },
+      };
+      const d = buildInjection(p, governed, cfg);
+      expect(d.kind).toBe("deny");
+      if (d.kind === "deny") expect(d.message).toContain(field);
+    }
   });
 
   it("creates the labels map of a pod without labels", () => {
@@ -191,7 +278,7 @@ describe("buildInjection", () => {
       "tollgate.dev/injected": "true",
       "kubectl.kubernetes.io/default-container": "agent",
     });
-    expect(out.spec.volumes.map((v: { name: string }) => v.name)).toEqual(["data", "tollgate-api-key"]);
+    expect(out.spec.volumes.map((v: { name: string }) => v.name)).toEqual(["data", "tollgate-identity"]);
   });
 
   it("prefers the pod's organization annotation and passes upstreams through as compact JSON", () => {
@@ -451,7 +538,7 @@ describe("buildInjection", () => {
     ],
     [
       "a colliding volume",
-      pod({}, { containers: [{ name: "a" }], volumes: [{ name: "tollgate-api-key" }] }),
+      pod({}, { containers: [{ name: "a" }], volumes: [{ name: "tollgate-identity" }] }),
       governed,
       /spec\.volumes/,
     ],
