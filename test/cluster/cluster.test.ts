@@ -17,12 +17,14 @@
  *     then starts the sidecar first as well) and helm uninstall (CRDs and Secret kept).
  * The steps build on each other and run in order.
  */
-import { mkdtempSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { parseAllDocuments } from "yaml";
 import {
   api,
+  apiCall,
   CHART_IMAGE_TAGS,
   CONTEXT,
   CRDS,
@@ -42,6 +44,7 @@ import {
 const NS = "tollgate-system";
 const AGENTS = "acme-agents"; // examples/00-namespace.yaml: labelled for injection, organization acme
 const CHART = path.join(ROOT, "charts/tollgate");
+const IDENTITY_EXAMPLE = "examples/identity-and-credentials/payments.yaml";
 const MEMORY_SERVER = "/app/node_modules/@modelcontextprotocol/server-memory/dist/index.js";
 const FILES_SERVER = "/app/node_modules/@modelcontextprotocol/server-filesystem/dist/index.js";
 
@@ -175,7 +178,7 @@ async function removeEverything(): Promise<void> {
     await kTry([...nsArgs, "patch", kind, name, ...noFinalizers]);
     await kTry([...nsArgs, "delete", kind, name, "--ignore-not-found", "--wait=false"]);
   }
-  await kTry(["delete", "namespace", NS, "tollgate-embedded", "plain", "--ignore-not-found", "--wait=false"]);
+  await kTry(["delete", "namespace", NS, "tollgate-embedded", "plain", "tools", "--ignore-not-found", "--wait=false"]);
   await kTry(["delete", "crd", ...CRDS, "--ignore-not-found", "--timeout=120s"], { timeoutMs: 130_000 });
   await waitFor(
     "the test's namespaces gone",
@@ -477,6 +480,199 @@ describe("Tollgate in a kind cluster", () => {
     ]);
     expect(verify.code, verify.stdout + verify.stderr).toBe(0);
     expect(verify.stdout).toMatch(/VALID/);
+  });
+
+  // examples/identity-and-credentials: two agents with their own service accounts, a tool that
+  // needs a bearer token the sidecars hold (issue 27).
+  const CREDENTIAL = `cluster-${Date.now().toString(36)}-payments-token`;
+  let invoicePod = "";
+  let mailerPod = "";
+  let invoiceChain = "";
+  it("identity: each agent's chain records its own verified identity; policy decides by service account; the tool is reachable only through the sidecar", async () => {
+    const docs = parseAllDocuments(readFileSync(path.join(ROOT, IDENTITY_EXAMPLE), "utf8")).map(
+      (d) => d.toJSON() as Obj,
+    );
+    for (const d of docs) {
+      if (d.kind === "Secret") d.stringData.token = CREDENTIAL;
+      if (d.kind !== "Deployment") continue;
+      const pod = d.spec.template.spec;
+      for (const c of pod.containers) c.image = c.image.replace(/:0\.1\.0$/, `:${TAG}`);
+      if (d.metadata.namespace === AGENTS) {
+        // The test agent: the gRPC client of agent.mjs, as the examples' `sleep` stands in for an agent.
+        Object.assign(pod.containers[0], {
+          command: ["node", "/agent/agent.mjs", "serve"],
+          env: [{ name: "AGENT_NAME", value: "cfo-agent" }],
+          volumeMounts: [{ name: "agent", mountPath: "/agent" }],
+        });
+        pod.volumes = [{ name: "agent", configMap: { name: "agent-script" } }];
+        pod.terminationGracePeriodSeconds = 5;
+      }
+    }
+    await k(["apply", "-f", "-"], { input: docs.map((d) => JSON.stringify(d)).join("\n") });
+    await k(["-n", "tools", "rollout", "status", "deployment/payments", "--timeout=240s"], {
+      timeoutMs: 250_000,
+    });
+    const invoice = await readyAgentPod("invoice-agent");
+    const mailer = await readyAgentPod("mailer");
+    invoicePod = invoice.metadata.name;
+    mailerPod = mailer.metadata.name;
+
+    // Through the sidecar: governed, forwarded with the credential, recorded.
+    const a = await agent(invoicePod, "open", "identity-invoice");
+    invoiceChain = a.chain_id;
+    const paid = await agent(
+      invoicePod,
+      "invoke",
+      invoiceChain,
+      "pay_invoice",
+      '{"invoice":"INV-1","amount_usd":120}',
+      "payments",
+    );
+    expect(paid.ok, JSON.stringify(paid)).toBe(true);
+    expect(paid.forwarded).toBe(true);
+    expect(paid.result).toMatchObject({ paid: true, request: { invoice: "INV-1", amount_usd: 120 } });
+    // The other service account may not pay: the policy matches the verified identity, not the
+    // agent name both pods claim ("cfo-agent").
+    const m = await agent(mailerPod, "open", "identity-mailer");
+    const refused = await agent(
+      mailerPod,
+      "invoke",
+      m.chain_id,
+      "pay_invoice",
+      '{"invoice":"INV-2","amount_usd":120}',
+      "payments",
+    );
+    expect(refused.ok).toBe(false);
+    expect(refused.decision?.policy_decision).toBe("deny");
+    expect(refused.decision?.policy_name).toBe("only-invoice-agent-pays");
+
+    // Each chain records its own verified principal.
+    for (const [chain, pod, sa] of [
+      [invoiceChain, invoice, "invoice-agent"],
+      [m.chain_id, mailer, "mailer"],
+    ] as const) {
+      const c = await api(base, adminKey, "GET", `/v1/chains/${chain}`);
+      expect(c.events[0].agent_name).toBe("cfo-agent");
+      expect(c.events[0].principal).toEqual({
+        namespace: AGENTS,
+        service_account: sa,
+        pod_name: pod.metadata.name,
+        pod_uid: pod.metadata.uid,
+        spiffe_id: `spiffe://cluster.local/ns/${AGENTS}/sa/${sa}`,
+      });
+    }
+
+    // Around the sidecar: the agent container reaches the tool, which refuses it (no credential).
+    const direct = await agent(
+      invoicePod,
+      "direct",
+      "http://payments.tools.svc/pay",
+      '{"amount_usd":50000,"to":"attacker"}',
+    );
+    expect(direct.status).toBe(401);
+    const toolLog = await k(["-n", "tools", "logs", "deployment/payments"]);
+    expect(toolLog).toMatch(/"authorized":false/);
+    expect(toolLog.match(/"authorized":true/g)?.length).toBe(1);
+
+    // The agent container holds no Tollgate or tool secret; its service account cannot read Secrets.
+    const inAgent = await kTry([
+      "-n",
+      AGENTS,
+      "exec",
+      invoicePod,
+      "-c",
+      "agent",
+      "--",
+      "ls",
+      "/var/run/tollgate",
+    ]);
+    expect(inAgent.code).not.toBe(0);
+    const agentEnv = await k(["-n", AGENTS, "exec", invoicePod, "-c", "agent", "--", "env"]);
+    expect(agentEnv).not.toContain(CREDENTIAL);
+    expect(agentEnv).not.toMatch(/TOLLGATE_(API_KEY|SERVICE_TOKEN)/);
+    for (const sa of ["invoice-agent", "mailer"]) {
+      const can = await kTry([
+        "auth",
+        "can-i",
+        "get",
+        "secrets",
+        "-n",
+        AGENTS,
+        "--as",
+        `system:serviceaccount:${AGENTS}:${sa}`,
+      ]);
+      expect(can.stdout.trim()).toBe("no");
+    }
+    // No API-key Secret is minted for the namespace: sidecars use their pods' tokens.
+    expect((await kTry(["-n", AGENTS, "get", "secret", "tollgate-api-key"])).code).not.toBe(0);
+  });
+
+  it("the credential appears nowhere but its Secrets: not in pod specs, logs, metrics, events or receipts", async () => {
+    const done = await agent(invoicePod, "complete", invoiceChain);
+    expect(done.ok, JSON.stringify(done)).toBe(true);
+    const places: [string, string][] = [
+      ["pod specs", await k(["-n", AGENTS, "get", "pods", "-o", "json"])],
+      ["sidecar log", await k(["-n", AGENTS, "logs", invoicePod, "-c", "tollgate-sidecar"])],
+      ["service logs", await k(["-n", NS, "logs", "-l", "app.kubernetes.io/component=service", "--tail=-1"])],
+      [
+        "operator logs",
+        await k(["-n", NS, "logs", "-l", "app.kubernetes.io/component=operator", "--tail=-1"]),
+      ],
+      ["events", await k(["get", "events", "-A", "-o", "json"])],
+      ["receipt", JSON.stringify(await api(base, adminKey, "GET", `/v1/chains/${invoiceChain}/receipt`))],
+      ["export", JSON.stringify(await api(base, adminKey, "GET", "/v1/receipts/export"))],
+      [
+        "sidecar metrics",
+        await k([
+          "-n",
+          AGENTS,
+          "exec",
+          invoicePod,
+          "-c",
+          "agent",
+          "--",
+          "node",
+          "-e",
+          'fetch("http://127.0.0.1:9090/metrics").then(r=>r.text()).then(t=>console.log(t))',
+        ]),
+      ],
+    ];
+    for (const [where, text] of places) {
+      expect(text.length, where).toBeGreaterThan(0);
+      expect(text.includes(CREDENTIAL), `the credential appears in ${where}`).toBe(false);
+    }
+    // The receipt carries the verified principal of the payment.
+    const receipt = await api(base, adminKey, "GET", `/v1/chains/${invoiceChain}/receipt`);
+    expect(receipt.events_summary[0].principal.service_account).toBe("invoice-agent");
+  });
+
+  it("a token taken from a pod is refused once the pod is deleted", async () => {
+    // Someone with exec rights copies the sidecar's token, then the pod goes away.
+    const token = (
+      await k([
+        "-n",
+        AGENTS,
+        "exec",
+        invoicePod,
+        "-c",
+        "tollgate-sidecar",
+        "--",
+        "cat",
+        "/var/run/tollgate/identity/token",
+      ])
+    ).trim();
+    const opened = await apiCall(base, token, "POST", "/v1/chains", { name: "replayed-while-alive" });
+    expect(opened.status).toBe(201);
+    await k(["-n", AGENTS, "delete", "pod", invoicePod, "--wait=true", "--timeout=120s"], {
+      timeoutMs: 130_000,
+    });
+    // The service remembers a reviewed token for at most identity.reviewCacheSeconds (10 s).
+    await new Promise((r) => setTimeout(r, 11_000));
+    const replayed = await apiCall(base, token, "POST", "/v1/chains", { name: "replayed" });
+    expect(replayed.status).toBe(401);
+    expect(replayed.json.code).toBe("TG_ERR_UNAUTHENTICATED");
+    await k(["-n", AGENTS, "delete", "deployment", "invoice-agent", "mailer", "--wait=false"]);
+    await k(["delete", "namespace", "tools", "--wait=false"]);
   });
 
   it("Prometheus metrics of the service, the operator and the sidecar are scraped from inside the cluster", async () => {

@@ -137,7 +137,7 @@ export async function portForward(
 }
 
 /** JSON HTTP call with a bearer token; throws on a non-2xx answer. */
-export { api } from "../support/http.js";
+export { api, apiCall } from "../support/http.js";
 
 /** Built and loaded into the cluster by test/cluster/build-test-images.sh (Debian's packages). */
 export const POSTGRES_IMAGE = "tollgate.local/postgres:test";
