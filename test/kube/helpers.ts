@@ -171,6 +171,10 @@ export function testOperatorConfig(
       image: "ghcr.io/tollgate/sidecar:test",
       serviceUrl: "http://tollgate.tollgate-system.svc:8000",
       mode: "container",
+      // The kube suite exercises the namespace API keys the operator mints (sidecar auth apiKey);
+      // the default, projected service account tokens, needs a kubelet: test/kube/identity.test.ts
+      // reviews real tokens, and the cluster project runs the default end to end.
+      auth: "apiKey",
     },
     health: { host: "127.0.0.1", port: 0 },
     resyncMs: 60_000,
