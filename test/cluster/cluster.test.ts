@@ -170,6 +170,7 @@ async function removeEverything(): Promise<void> {
   );
   for (const [kind, name, ns] of [
     ["governancepolicy", "payments", AGENTS],
+    ["governancepolicy", "payments-identity", AGENTS],
     ["approverteam", "finance", AGENTS],
     ["organization", "acme", ""],
     ["namespace", AGENTS, ""],
@@ -178,7 +179,16 @@ async function removeEverything(): Promise<void> {
     await kTry([...nsArgs, "patch", kind, name, ...noFinalizers]);
     await kTry([...nsArgs, "delete", kind, name, "--ignore-not-found", "--wait=false"]);
   }
-  await kTry(["delete", "namespace", NS, "tollgate-embedded", "plain", "tools", "--ignore-not-found", "--wait=false"]);
+  await kTry([
+    "delete",
+    "namespace",
+    NS,
+    "tollgate-embedded",
+    "plain",
+    "tools",
+    "--ignore-not-found",
+    "--wait=false",
+  ]);
   await kTry(["delete", "crd", ...CRDS, "--ignore-not-found", "--timeout=120s"], { timeoutMs: 130_000 });
   await waitFor(
     "the test's namespaces gone",
@@ -511,6 +521,10 @@ describe("Tollgate in a kind cluster", () => {
     await k(["apply", "-f", "-"], { input: docs.map((d) => JSON.stringify(d)).join("\n") });
     await k(["-n", "tools", "rollout", "status", "deployment/payments", "--timeout=240s"], {
       timeoutMs: 250_000,
+    });
+    await waitFor("GovernancePolicy payments-identity Synced", async () => {
+      const gp = await kJson(["-n", AGENTS, "get", "governancepolicy", "payments-identity"]);
+      return gp.status?.conditions?.some((c: Obj) => c.type === "Synced" && c.status === "True");
     });
     const invoice = await readyAgentPod("invoice-agent");
     const mailer = await readyAgentPod("mailer");
