@@ -136,6 +136,19 @@ async function startMcpTool(validToken: () => string) {
   };
 }
 
+/** An HTTP server that reads requests and never answers. */
+async function startHangingServer() {
+  const server = http.createServer(() => undefined);
+  await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
+  return {
+    url: `http://127.0.0.1:${(server.address() as { port: number }).port}`,
+    async close() {
+      server.closeAllConnections();
+      await new Promise((r) => server.close(r));
+    },
+  };
+}
+
 /** What the agent saw of failed calls, and --print-config's output (for the no-secret checks). */
 const agentErrors: string[] = [];
 
@@ -379,7 +392,7 @@ describe("oauth2_client_credentials against a real authorization server (oidc-pr
   const root = mkdtempSync(path.join(os.tmpdir(), "tg-oauth-"));
   const credentialsDir = path.join(root, "credentials");
   const AUDIENCE = "https://payments.tools.example";
-  const TOKEN_TTL_SECONDS = 3;
+  const TOKEN_TTL_SECONDS = 4;
   const clientSecrets = { payments: secret("cs-pay"), discovery: secret("cs-disc") };
   /** Token requests granted, by client id. */
   const granted: Record<string, number> = {};
@@ -387,6 +400,8 @@ describe("oauth2_client_credentials against a real authorization server (oidc-pr
   let idp: http.Server;
   let issuer: string;
   let tool: Awaited<ReturnType<typeof startGuardedTool>>;
+  /** A token endpoint that accepts the request and never answers. */
+  let hanging: Awaited<ReturnType<typeof startHangingServer>>;
   let s: Stack;
   /** Every access token the tool accepted. */
   const accepted = new Set<string>();
@@ -487,6 +502,11 @@ describe("oauth2_client_credentials against a real authorization server (oidc-pr
       client_id: "discovery-sidecar",
       client_secret: clientSecrets.discovery,
     });
+    writeSecret(path.join(credentialsDir, "oauth-slow"), {
+      client_id: "payments-sidecar",
+      client_secret: clientSecrets.payments,
+    });
+    hanging = await startHangingServer();
     writeSecret(path.join(credentialsDir, "oauth-wrong"), {
       client_id: "payments-sidecar",
       client_secret: "not-the-secret",
@@ -519,6 +539,13 @@ describe("oauth2_client_credentials against a real authorization server (oidc-pr
           }),
         },
         {
+          name: "oauth-slow",
+          type: "http",
+          url: `${tool.url}/slow`,
+          timeout_ms: 1000,
+          credentials: oauth("payments-oauth", { tokenUrl: `${hanging.url}/token` }),
+        },
+        {
           name: "oauth-wrong",
           type: "http",
           url: `${tool.url}/wrong`,
@@ -530,6 +557,7 @@ describe("oauth2_client_credentials against a real authorization server (oidc-pr
   afterAll(async () => {
     await s?.close();
     await tool?.close();
+    await hanging?.close();
     idp?.closeAllConnections();
     await new Promise((r) => idp?.close(r));
     rmSync(root, { recursive: true, force: true });
@@ -576,7 +604,7 @@ describe("oauth2_client_credentials against a real authorization server (oidc-pr
     const chainId = await s.openChain();
     const started = Date.now();
     const seenBefore = calls("/pay").length;
-    while (Date.now() - started < 2.5 * TOKEN_TTL_SECONDS * 1000) {
+    while (Date.now() - started < 2 * TOKEN_TTL_SECONDS * 1000) {
       const r = await s.invoke({ chain_id: chainId, action_name: "read_file", upstream: "oauth-pay" });
       expect(r.upstream_status).toBe(200); // the tool checks exp: a stale token would be a 401
       await sleep(100);
@@ -606,7 +634,7 @@ describe("oauth2_client_credentials against a real authorization server (oidc-pr
     const chainId = await s.openChain();
     const r = await s.invoke({ chain_id: chainId, action_name: "read_file", upstream: "oauth-disc" });
     expect(r.upstream_status).toBe(200);
-    // At start, and again now when the first token has expired (the tests before took > 3 s).
+    // At start, and again now when the first token has expired (the tests before outlast its lifetime).
     expect(granted["discovery-sidecar"]).toBeGreaterThanOrEqual(1);
     expect(granted["discovery-sidecar"]).toBeLessThanOrEqual(2);
     expect(asked).toContainEqual({ scope: "payments:write", audience: AUDIENCE, resource: undefined });
@@ -624,6 +652,20 @@ describe("oauth2_client_credentials against a real authorization server (oidc-pr
     );
     expect(calls("/wrong")).toHaveLength(0);
     agentErrors.push(JSON.stringify(err));
+  });
+
+  it("a token endpoint that never answers: the call fails after the upstream's timeout, nothing forwarded", async () => {
+    const chainId = await s.openChain();
+    const started = performance.now();
+    const err = await expectFailure(
+      s.invoke({ chain_id: chainId, action_name: "read_file", upstream: "oauth-slow" }),
+    );
+    expect(performance.now() - started).toBeGreaterThanOrEqual(900);
+    expect(err.errorCode).toBe("UPSTREAM_UNAVAILABLE");
+    expect(err.details).toBe(
+      `upstream oauth-slow: credential unavailable (Secret payments-oauth): token request to ${hanging.url}/token failed: no answer in time`,
+    );
+    expect(calls("/slow")).toHaveLength(0);
   });
 
   it("a rotated client secret drops the cached token: a wrong one fails at once, the right one works again", async () => {
