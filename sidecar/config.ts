@@ -52,12 +52,17 @@
  *                                                (an entry without a port allows every port);
  *                                                default local only: http(s)://localhost,
  *                                                127.0.0.1, [::1]; requests without Origin pass
+ *   TOLLGATE_CREDENTIALS_DIR  [credentials_dir]  where the webhook mounts each upstream's
+ *                                                credentials Secret, one folder per upstream
+ *                                                (default /var/run/tollgate/credentials)
  *   TOLLGATE_CONFIG_FILE                         the YAML/JSON file (also `--config`)
  *   LOG_LEVEL                 [log_level]        fatal|error|warn|info|debug|trace|silent
  *
- * Upstreams: `{name, type: http, url, timeout_ms?, headers?}` (JSON POST of the payload),
- * `{name, type: mcp, transport: streamable_http, url, timeout_ms?}` and
- * `{name, type: mcp, transport: stdio, command, args?, env?, cwd?, timeout_ms?}`.
+ * Upstreams: `{name, type: http, url, timeout_ms?, headers?, credentials?}` (JSON POST of the
+ * payload), `{name, type: mcp, transport: streamable_http, url, timeout_ms?, credentials?}` and
+ * `{name, type: mcp, transport: stdio, command, args?, env?, cwd?, timeout_ms?}`. `credentials`
+ * names a Kubernetes Secret (never a value) mounted at `<credentials_dir>/<upstream name>/`;
+ * see `CredentialsSchema` and docs/tool-credentials.md.
  */
 import { readFile } from "node:fs/promises";
 import { parse as parseYaml } from "yaml";
@@ -66,6 +71,8 @@ import { issueLines } from "../src/contract/v1/issues.js";
 
 /** Default path of the mounted API key Secret. */
 export const DEFAULT_API_KEY_FILE = "/var/run/tollgate/api-key";
+/** Default folder of the upstreams' credentials Secrets (`<dir>/<upstream name>/<key>`). */
+export const DEFAULT_CREDENTIALS_DIR = "/var/run/tollgate/credentials";
 
 const name = z
   .string()
@@ -75,6 +82,82 @@ const name = z
 const httpUrl = z.url().refine((u) => /^https?:\/\//i.test(u), "must be an http(s) URL");
 const timeoutMs = z.number().int().positive().max(3_600_000);
 
+/** A Kubernetes Secret's name: a lower-case DNS subdomain (RFC 1123), at most 253 characters. */
+const secretName = z
+  .string()
+  .min(1)
+  .max(253)
+  .regex(
+    /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/,
+    "must be a Kubernetes Secret name (lower-case letters, digits, '-', '.')",
+  );
+/** A key of a Secret's data (the file name it is mounted as). */
+const secretKey = z
+  .string()
+  .min(1)
+  .max(253)
+  .regex(/^[-._a-zA-Z0-9]+$/, "must be a Secret key (letters, digits, '-', '_', '.')")
+  .refine((k) => !k.startsWith(".."), "must not start with '..'");
+
+/**
+ * `bearer`: the Secret's key `key` (default `token`) is sent as `Authorization: Bearer <value>`.
+ */
+export const BearerCredentialsSchema = z
+  .object({
+    type: z.literal("bearer"),
+    secretName,
+    key: secretKey.default("token"),
+  })
+  .strict();
+
+/**
+ * `headers`: every key of the Secret is a request header name, its value the header's value
+ * (API-key style tools, e.g. `x-api-key`).
+ */
+export const HeadersCredentialsSchema = z
+  .object({
+    type: z.literal("headers"),
+    secretName,
+  })
+  .strict();
+
+/**
+ * `oauth2_client_credentials`: the Secret holds `client_id` and `client_secret`; the sidecar
+ * gets an access token with the client credentials grant (RFC 6749 §4.4) from `tokenUrl`, or
+ * from the token endpoint that `issuer`'s discovery document names (exactly one of the two),
+ * and sends it as `Authorization: Bearer <token>`. `scope` (space-separated), `audience` (the
+ * `audience` parameter of Auth0, Okta and others) and `resource` (RFC 8707) are sent when set.
+ */
+export const OAuth2ClientCredentialsSchema = z
+  .object({
+    type: z.literal("oauth2_client_credentials"),
+    secretName,
+    tokenUrl: httpUrl.optional(),
+    issuer: httpUrl.optional(),
+    scope: z.string().trim().min(1).max(2000).optional(),
+    audience: z.string().trim().min(1).max(2000).optional(),
+    resource: z.url().optional(),
+    /** How the client authenticates at the token endpoint (default client_secret_basic). */
+    authMethod: z.enum(["client_secret_basic", "client_secret_post"]).default("client_secret_basic"),
+  })
+  .strict()
+  .refine((c) => (c.tokenUrl === undefined) !== (c.issuer === undefined), {
+    message: "exactly one of tokenUrl and issuer is required",
+    path: ["tokenUrl"],
+  });
+
+/**
+ * An upstream's credentials: a reference to a Kubernetes Secret by name (never a value). The
+ * admission webhook mounts the Secret read-only into the sidecar container only, at
+ * `<credentialsDir>/<upstream name>/`, one file per key; the sidecar reads the files on use.
+ */
+export const CredentialsSchema = z.discriminatedUnion("type", [
+  BearerCredentialsSchema,
+  HeadersCredentialsSchema,
+  OAuth2ClientCredentialsSchema,
+]);
+export type CredentialsConfig = z.output<typeof CredentialsSchema>;
+
 /** An upstream that takes a JSON POST of the payload and answers with the tool's result. */
 export const HttpUpstreamSchema = z
   .object({
@@ -83,10 +166,23 @@ export const HttpUpstreamSchema = z
     url: httpUrl,
     /** Per-call timeout in ms; default 30000. */
     timeout_ms: timeoutMs.default(30_000),
-    /** Extra request headers (e.g. the tool's own credentials). Never logged. */
+    /**
+     * Static request headers, for non-secret values (they are plain text in the pod's
+     * annotation and environment); credentials belong in a Secret named by `credentials`.
+     * Values are never logged.
+     */
     headers: z.record(z.string(), z.string()).default({}),
+    /** The tool's credentials (a Secret reference); credential headers win over `headers`. */
+    credentials: CredentialsSchema.optional(),
   })
-  .strict();
+  .strict()
+  .refine(
+    (u) =>
+      u.credentials?.type !== "bearer" && u.credentials?.type !== "oauth2_client_credentials"
+        ? true
+        : !Object.keys(u.headers).some((h) => h.toLowerCase() === "authorization"),
+    { message: "an Authorization header conflicts with credentials", path: ["headers"] },
+  );
 
 /** A tool on an MCP server over Streamable HTTP. */
 export const McpHttpUpstreamSchema = z
@@ -96,6 +192,8 @@ export const McpHttpUpstreamSchema = z
     transport: z.literal("streamable_http"),
     url: httpUrl,
     timeout_ms: timeoutMs.default(60_000),
+    /** The server's credentials (a Secret reference), sent on every HTTP request to it. */
+    credentials: CredentialsSchema.optional(),
   })
   .strict();
 
@@ -110,6 +208,13 @@ export const McpStdioUpstreamSchema = z
     env: z.record(z.string(), z.string()).default({}),
     cwd: z.string().min(1).optional(),
     timeout_ms: timeoutMs.default(60_000),
+    /** Refused: a stdio server is a child process, there is no request to put a credential on. */
+    credentials: z
+      .never({
+        error:
+          "stdio upstreams take no credentials (only http and streamable_http upstreams do); give the server its own configuration",
+      })
+      .optional(),
   })
   .strict();
 
@@ -165,6 +270,7 @@ const FileSchema = z
     mcp_session_idle_seconds: z.number().positive().optional(),
     mcp_progress_interval_seconds: z.number().positive().optional(),
     mcp_allowed_origins: z.array(z.string()).optional(),
+    credentials_dir: z.string().min(1).optional(),
     log_level: z.string().optional(),
   })
   .strict();
@@ -224,6 +330,12 @@ export const SidecarConfigSchema = z
     mcpProgressIntervalSeconds: z.number().positive().max(15).default(10),
     /** Origins allowed on /mcp (requests without Origin pass). */
     mcpAllowedOrigins: z.array(origin).default([...LOCAL_ORIGINS]),
+    /** Folder of the upstreams' mounted credentials Secrets: `<dir>/<upstream name>/<key>`. */
+    credentialsDir: z
+      .string()
+      .min(1)
+      .refine((d) => d.startsWith("/"), "must be an absolute path")
+      .default(DEFAULT_CREDENTIALS_DIR),
     logLevel: z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"),
   })
   .strict()
@@ -284,8 +396,16 @@ const ENV_OF: Record<string, string> = {
   mcpSessionIdleSeconds: "TOLLGATE_MCP_SESSION_IDLE_SECONDS",
   mcpProgressIntervalSeconds: "TOLLGATE_MCP_PROGRESS_INTERVAL_SECONDS",
   mcpAllowedOrigins: "TOLLGATE_MCP_ALLOWED_ORIGINS",
+  credentialsDir: "TOLLGATE_CREDENTIALS_DIR",
   logLevel: "LOG_LEVEL",
 };
+
+/** Every environment variable of the configuration (for `--help` and its test). */
+export const CONFIG_ENVIRONMENT: readonly string[] = [
+  ...Object.values(ENV_OF),
+  "TOLLGATE_UPSTREAMS_FILE",
+  "TOLLGATE_CONFIG_FILE",
+];
 
 const issuesOf = (error: z.ZodError, first: (segment: string) => string): string[] =>
   issueLines(error, { root: "(config)", first });
@@ -392,6 +512,7 @@ export async function loadConfig(env: NodeJS.ProcessEnv, configFile?: string): P
         .filter((o) => o.trim() !== ""),
       file.mcp_allowed_origins,
     ),
+    credentialsDir: pick(str("TOLLGATE_CREDENTIALS_DIR"), file.credentials_dir),
     logLevel: pick(str("LOG_LEVEL"), file.log_level),
   };
   const defined = Object.fromEntries(Object.entries(candidate).filter(([, v]) => v !== undefined));
@@ -429,7 +550,11 @@ export async function readApiKey(file: string): Promise<string> {
   return key;
 }
 
-/** The configuration for logs: no secrets (headers and env of upstreams are elided). */
+/**
+ * The configuration for logs and `--print-config`: no secrets. Static headers and the env of
+ * stdio upstreams show their names only; credentials show the Secret's name, the type and the
+ * token endpoint settings (the values stay in the mounted files, which this never reads).
+ */
 export function describeConfig(c: SidecarConfig): Record<string, unknown> {
   return {
     ...c,
@@ -441,6 +566,7 @@ export function describeConfig(c: SidecarConfig): Record<string, unknown> {
             url: u.url,
             timeout_ms: u.timeout_ms,
             headers: Object.keys(u.headers),
+            ...(u.credentials && { credentials: describeCredentials(u.credentials) }),
           }
         : u.transport === "stdio"
           ? {
@@ -450,7 +576,16 @@ export function describeConfig(c: SidecarConfig): Record<string, unknown> {
               command: u.command,
               env: Object.keys(u.env),
             }
-          : { name: u.name, type: u.type, transport: u.transport, url: u.url },
+          : {
+              name: u.name,
+              type: u.type,
+              transport: u.transport,
+              url: u.url,
+              ...(u.credentials && { credentials: describeCredentials(u.credentials) }),
+            },
     ),
   };
 }
+
+/** A credentials reference as shown: every field of it is a name or a URL, none a secret. */
+const describeCredentials = (c: CredentialsConfig): Record<string, unknown> => ({ ...c });

@@ -18,22 +18,41 @@ Environment (injected by the Tollgate admission webhook):
   TOLLGATE_SERVICE_TOKEN_FILE     the pod's projected service account token (audience tollgate); when set,
                                   the sidecar authenticates with it (verified workload identity), re-read as
                                   the kubelet rotates it; the admission webhook sets it
+  TOLLGATE_SERVICE_PUBLIC_URL     the service's URL as people open it, for review links (default
+                                  TOLLGATE_SERVICE_URL)
   TOLLGATE_API_KEY_FILE           file holding the client API key (default /var/run/tollgate/api-key);
                                   the key is never taken from a flag or an environment value
   TOLLGATE_ORGANIZATION           organization slug (informational)
   TOLLGATE_AGENT_NAME             agent name of calls through the MCP face (default mcp-agent)
   TOLLGATE_GRPC_ADDRESS           gRPC listen address (default 127.0.0.1:50051)
   TOLLGATE_HTTP_ADDRESS           /healthz /readyz /metrics /mcp listen address (default 127.0.0.1:9090)
+  TOLLGATE_PROBE_ADDRESS          second listener with only /healthz /readyz /metrics, for kubelet
+                                  probes and scrapers (off by default; the webhook sets 0.0.0.0:9091)
   TOLLGATE_UPSTREAMS              JSON list of upstreams, e.g.
                                   [{"name":"search","type":"http","url":"http://127.0.0.1:8080/search"},
                                    {"name":"memory","type":"mcp","transport":"stdio","command":"npx","args":["mcp-server-memory"]}]
+                                  an http or streamable_http upstream may name a Secret with its
+                                  credentials (never a value), e.g.
+                                  "credentials":{"secretName":"payments-credentials","type":"bearer"}
+                                  types: bearer, headers, oauth2_client_credentials (docs/tool-credentials.md)
   TOLLGATE_UPSTREAMS_FILE         YAML/JSON file with the upstream list (used when TOLLGATE_UPSTREAMS is unset)
+  TOLLGATE_CREDENTIALS_DIR        where each upstream's credentials Secret is mounted, as
+                                  <dir>/<upstream name>/<key> (default /var/run/tollgate/credentials)
   TOLLGATE_FAIL_MODES             JSON map action category -> deny|allow when the service is unreachable
   TOLLGATE_MCP_UPSTREAM           name of the mcp upstream mirrored at /mcp
+  TOLLGATE_MCP_SESSION_IDLE_SECONDS an MCP session idle this long expires, its chain completed
+                                  (default 1800)
+  TOLLGATE_MCP_PROGRESS_INTERVAL_SECONDS notifications/progress interval while a call waits
+                                  (default 10, at most 15)
+  TOLLGATE_MCP_ALLOWED_ORIGINS    comma-separated Origins allowed on /mcp (an entry without a port
+                                  allows every port; default localhost, 127.0.0.1, [::1]);
+                                  requests without Origin pass
   TOLLGATE_MAX_PAYLOAD_BYTES      largest Invoke payload as JSON (default 262144)
   TOLLGATE_DRAIN_TIMEOUT_MS       grace for in-flight calls on SIGTERM (default 25000)
   TOLLGATE_BACKEND_TIMEOUT_SECONDS per-request timeout to the service (default 5)
   TOLLGATE_APPROVAL_TIMEOUT_HOURS local approval wait window (default 24)
+  TOLLGATE_REATTACH_WINDOW_SECONDS how long the outcome of a call whose caller left is kept for its
+                                  retry, from the approval's resolution (default 600)
   TOLLGATE_CONFIG_FILE            YAML/JSON file with the same settings in snake_case (also --config)
   LOG_LEVEL                       fatal|error|warn|info|debug|trace|silent (default info)
   OTEL_EXPORTER_OTLP_ENDPOINT     OpenTelemetry collector (OTLP); tracing is off when unset. Also

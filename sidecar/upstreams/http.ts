@@ -2,7 +2,10 @@
  * An http upstream: the payload as a JSON POST to the configured URL, over a keep-alive agent
  * (no connection set-up on the hot path). The tool learns the call's context from headers:
  * x-tollgate-action-name, x-tollgate-agent-name, x-tollgate-chain-id, x-tollgate-event-id.
- * A JSON response body is returned as is; any other body as a JSON string.
+ * A JSON response body is returned as is; any other body as a JSON string. With `credentials`
+ * the credential's headers (credentials.ts) are added to each request, over the static
+ * `headers`; a call whose credential cannot be had is not sent (UpstreamError
+ * CredentialUnavailable), and a 401 answer drops a cached OAuth token.
  */
 import http from "node:http";
 import https from "node:https";
@@ -10,6 +13,7 @@ import { urlToHttpOptions } from "node:url";
 import { traceCarrier } from "../../src/telemetry/tracing.js";
 import type { HttpUpstreamConfig } from "../config.js";
 import type { JsonObject } from "../struct.js";
+import type { CredentialSource } from "./credentials.js";
 import { type CallContext, type Upstream, UpstreamError, type UpstreamResult } from "./types.js";
 
 /**
@@ -27,12 +31,15 @@ export class HttpUpstream implements Upstream {
   readonly #config: HttpUpstreamConfig;
   readonly #agent: http.Agent;
   readonly #request: typeof http.request;
+  readonly #credentials: CredentialSource | null;
   /** Where to send, parsed once from the configured URL (not on every call). */
   readonly #target: Pick<http.RequestOptions, "protocol" | "hostname" | "port" | "path" | "auth">;
 
-  constructor(config: HttpUpstreamConfig) {
+  /** `credentials`: the source of the upstream's configured credentials, if any. */
+  constructor(config: HttpUpstreamConfig, credentials: CredentialSource | null = null) {
     this.name = config.name;
     this.#config = config;
+    this.#credentials = credentials;
     const { protocol, hostname, port, path, auth } = urlToHttpOptions(new URL(config.url));
     this.#target = { protocol, hostname, port, path, auth };
     const secure = protocol === "https:";
@@ -41,16 +48,32 @@ export class HttpUpstream implements Upstream {
     this.#request = secure ? https.request : http.request;
   }
 
-  async start(): Promise<void> {}
+  /** Reads the credential once (an OAuth token is fetched and cached) so a problem shows at start. */
+  async start(): Promise<void> {
+    await this.#credentials?.headers();
+  }
 
   ready(): boolean {
     return true;
   }
 
   call(actionName: string, payload: JsonObject, ctx: CallContext): Promise<UpstreamResult> {
+    if (this.#credentials === null) return this.#send(actionName, payload, ctx, null);
+    return this.#credentials
+      .headers(ctx.signal)
+      .then((credential) => this.#send(actionName, payload, ctx, credential));
+  }
+
+  #send(
+    actionName: string,
+    payload: JsonObject,
+    ctx: CallContext,
+    credential: Record<string, string> | null,
+  ): Promise<UpstreamResult> {
     const body = Buffer.from(JSON.stringify(payload));
     const headers: Record<string, string | number> = {
       ...this.#config.headers,
+      ...credential,
       "content-type": "application/json",
       "content-length": body.length,
       accept: "application/json",
@@ -96,6 +119,7 @@ export class HttpUpstream implements Upstream {
           clearTimeout(timer);
           ctx.signal?.removeEventListener("abort", onAbort);
           const status = res.statusCode ?? 0;
+          if (status === 401 && credential) this.#credentials?.rejected(credential);
           const text = Buffer.concat(chunks).toString("utf8");
           resolve({
             resultJson: asJsonText(text, res.headers["content-type"]),

@@ -1,6 +1,7 @@
 /** Builds the configured upstreams by name. */
 import type { UpstreamConfig } from "../config.js";
 import type { Logger } from "../logger.js";
+import { type CredentialSource, createCredentialSource } from "./credentials.js";
 import { HttpUpstream } from "./http.js";
 import type { Upstream } from "./types.js";
 
@@ -8,18 +9,33 @@ export { HttpUpstream } from "./http.js";
 export * from "./types.js";
 
 /**
- * One Upstream per configuration entry, keyed by name (names are unique, see config.ts). The
- * MCP SDK loads only when an mcp upstream is configured: it is ~8 MiB of a sidecar's memory.
+ * One Upstream per configuration entry, keyed by name (names are unique, see config.ts), each
+ * with the credential source of its `credentials` (files under
+ * `<credentialsDir>/<upstream name>/`, see credentials.ts). The MCP SDK loads only when an mcp
+ * upstream is configured: it is ~8 MiB of a sidecar's memory.
  */
 export async function createUpstreams(
   configs: readonly UpstreamConfig[],
   log: Logger,
+  opts: { credentialsDir: string },
 ): Promise<Map<string, Upstream>> {
   const mcp = configs.some((c) => c.type === "mcp") ? await import("./mcp.js") : null;
+  const credentialsOf = (c: UpstreamConfig): CredentialSource | null =>
+    c.credentials
+      ? createCredentialSource({
+          upstream: c.name,
+          credentials: c.credentials,
+          credentialsDir: opts.credentialsDir,
+          timeoutMs: c.timeout_ms,
+          log,
+        })
+      : null;
   return new Map(
     configs.map((c): [string, Upstream] => [
       c.name,
-      c.type === "http" ? new HttpUpstream(c) : new mcp!.McpUpstream(c, log),
+      c.type === "http"
+        ? new HttpUpstream(c, credentialsOf(c))
+        : new mcp!.McpUpstream(c, log, credentialsOf(c)),
     ]),
   );
 }

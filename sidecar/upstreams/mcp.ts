@@ -4,6 +4,10 @@
  * the tool name and the payload as the arguments; the CallToolResult comes back as JSON. A
  * JSON-RPC error from the server is the tool's answer (isError), a closed connection or a
  * timeout is an UpstreamError. A lost connection is re-established on the next call.
+ * Streamable HTTP upstreams with `credentials` carry the credential's headers on every HTTP
+ * request to the server (initialize, tools/call, the GET stream, DELETE), through the
+ * transport's `fetch`; a call whose credential cannot be had is not sent (UpstreamError
+ * CredentialUnavailable), and a 401 answer drops a cached OAuth token.
  */
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { getDefaultEnvironment, StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
@@ -14,6 +18,7 @@ import { traceCarrier } from "../../src/telemetry/tracing.js";
 import type { McpUpstreamConfig } from "../config.js";
 import type { Logger } from "../logger.js";
 import type { JsonObject } from "../struct.js";
+import type { CredentialSource } from "./credentials.js";
 import { type CallContext, type Upstream, UpstreamError, type UpstreamResult } from "./types.js";
 
 /** The sidecar's identity towards MCP servers. */
@@ -25,14 +30,17 @@ export class McpUpstream implements Upstream {
   readonly name: string;
   readonly #config: McpUpstreamConfig;
   readonly #log: Logger;
+  readonly #credentials: CredentialSource | null;
   #client: Client | null = null;
   #connecting: Promise<Client> | null = null;
   #closed = false;
 
-  constructor(config: McpUpstreamConfig, log: Logger) {
+  /** `credentials`: the source of a streamable_http upstream's credentials, if any. */
+  constructor(config: McpUpstreamConfig, log: Logger, credentials: CredentialSource | null = null) {
     this.name = config.name;
     this.#config = config;
     this.#log = log.child({ upstream: config.name });
+    this.#credentials = credentials;
   }
 
   async start(): Promise<void> {
@@ -60,10 +68,14 @@ export class McpUpstream implements Upstream {
   }
 
   async call(actionName: string, payload: JsonObject, ctx: CallContext): Promise<UpstreamResult> {
+    // Fails the call before anything is sent when there is no credential (the transport's
+    // fetch asks again, from the cache).
+    await this.#credentials?.headers(ctx.signal);
     let client: Client;
     try {
       client = await this.#connected();
     } catch (err) {
+      if (err instanceof UpstreamError) throw err;
       throw new UpstreamError(
         this.name,
         "unavailable",
@@ -88,6 +100,7 @@ export class McpUpstream implements Upstream {
     } catch (err) {
       if (ctx.signal?.aborted)
         throw new UpstreamError(this.name, "aborted", "Aborted", `upstream ${this.name}: call aborted`);
+      if (err instanceof UpstreamError) throw err;
       if (err instanceof McpError && err.code === ErrorCode.RequestTimeout) {
         throw new UpstreamError(
           this.name,
@@ -150,7 +163,20 @@ export class McpUpstream implements Upstream {
 
   #transport(): Transport {
     const c = this.#config;
-    if (c.transport === "streamable_http") return new StreamableHTTPClientTransport(new URL(c.url));
+    if (c.transport === "streamable_http") {
+      const credentials = this.#credentials;
+      if (!credentials) return new StreamableHTTPClientTransport(new URL(c.url));
+      return new StreamableHTTPClientTransport(new URL(c.url), {
+        fetch: async (url, init) => {
+          const credential = await credentials.headers(init?.signal ?? undefined);
+          const headers = new Headers(init?.headers);
+          for (const [k, v] of Object.entries(credential)) headers.set(k, v);
+          const res = await fetch(url, { ...init, headers });
+          if (res.status === 401) credentials.rejected(credential);
+          return res;
+        },
+      });
+    }
     const transport = new StdioClientTransport({
       command: c.command,
       args: c.args,

@@ -141,4 +141,101 @@ describe("sidecar configuration", () => {
     expect(await issues(readApiKey(file("empty", "  \n")))).toContain("exactly one API key");
     expect(await issues(readApiKey(path.join(dir, "absent")))).toContain("ENOENT");
   });
+
+  it("credentials: a Secret reference per http or streamable_http upstream, refused on stdio", async () => {
+    const base = { TOLLGATE_SERVICE_URL: "http://s" };
+    const c = await loadConfig({
+      ...base,
+      TOLLGATE_CREDENTIALS_DIR: "/mnt/creds",
+      TOLLGATE_UPSTREAMS: JSON.stringify([
+        {
+          name: "payments",
+          type: "http",
+          url: "http://payments.tools.svc/pay",
+          credentials: { secretName: "payments-credentials", type: "bearer" },
+        },
+        {
+          name: "crm",
+          type: "mcp",
+          transport: "streamable_http",
+          url: "http://crm.tools.svc/mcp",
+          credentials: {
+            secretName: "crm-oauth",
+            type: "oauth2_client_credentials",
+            issuer: "https://login.example.com",
+            scope: "crm.read crm.write",
+          },
+        },
+        { name: "keyed", type: "http", url: "http://k/", credentials: { secretName: "k", type: "headers" } },
+      ]),
+    });
+    expect(c.credentialsDir).toBe("/mnt/creds");
+    expect(c.upstreams[0]).toMatchObject({ credentials: { type: "bearer", key: "token" } });
+    expect(c.upstreams[1]).toMatchObject({
+      credentials: { type: "oauth2_client_credentials", authMethod: "client_secret_basic" },
+    });
+    expect((await loadConfig(base)).credentialsDir).toBe("/var/run/tollgate/credentials");
+    const described = describeConfig(c).upstreams as Record<string, unknown>[];
+    expect(described.map((u) => u.credentials)).toEqual([
+      { type: "bearer", secretName: "payments-credentials", key: "token" },
+      {
+        type: "oauth2_client_credentials",
+        secretName: "crm-oauth",
+        issuer: "https://login.example.com",
+        scope: "crm.read crm.write",
+        authMethod: "client_secret_basic",
+      },
+      { type: "headers", secretName: "k" },
+    ]);
+
+    const bad = (upstream: Record<string, unknown>) =>
+      issues(loadConfig({ ...base, TOLLGATE_UPSTREAMS: JSON.stringify([{ name: "u", ...upstream }]) }));
+    expect(
+      await bad({
+        type: "mcp",
+        transport: "stdio",
+        command: "x",
+        credentials: { secretName: "s", type: "bearer" },
+      }),
+    ).toMatch(/TOLLGATE_UPSTREAMS\.0\.credentials: stdio upstreams take no credentials/);
+    expect(
+      await bad({
+        type: "http",
+        url: "http://x/",
+        credentials: { secretName: "Not_A_Name", type: "bearer" },
+      }),
+    ).toMatch(/TOLLGATE_UPSTREAMS\.0\.credentials\.secretName: must be a Kubernetes Secret name/);
+    expect(
+      await bad({
+        type: "http",
+        url: "http://x/",
+        credentials: { secretName: "s", type: "bearer", value: "t0k" },
+      }),
+    ).toMatch(/TOLLGATE_UPSTREAMS\.0\.credentials: .*value/);
+    expect(
+      await bad({
+        type: "http",
+        url: "http://x/",
+        credentials: { secretName: "s", type: "oauth2_client_credentials", scope: "a" },
+      }),
+    ).toContain("TOLLGATE_UPSTREAMS.0.credentials.tokenUrl: exactly one of tokenUrl and issuer is required");
+    expect(
+      await bad({
+        type: "http",
+        url: "http://x/",
+        headers: { Authorization: "Bearer static" },
+        credentials: { secretName: "s", type: "bearer" },
+      }),
+    ).toContain("TOLLGATE_UPSTREAMS.0.headers: an Authorization header conflicts with credentials");
+    expect(
+      await bad({
+        type: "http",
+        url: "http://x/",
+        credentials: { secretName: "s", type: "bearer", key: "../x" },
+      }),
+    ).toMatch(/credentials\.key/);
+    expect(await issues(loadConfig({ ...base, TOLLGATE_CREDENTIALS_DIR: "relative/dir" }))).toContain(
+      "TOLLGATE_CREDENTIALS_DIR: must be an absolute path",
+    );
+  });
 });

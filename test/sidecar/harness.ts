@@ -13,6 +13,7 @@ import { parseConfig, readApiKey, type SidecarConfigInput } from "../../sidecar/
 import type { Decision__Output } from "../../sidecar/generated/tollgate/v1/Decision.js";
 import type { InvokeResponse__Output } from "../../sidecar/generated/tollgate/v1/InvokeResponse.js";
 import type { ToolGatewayClient } from "../../sidecar/generated/tollgate/v1/ToolGateway.js";
+import type { Logger } from "../../sidecar/logger.js";
 import { createGatewayClient, decodeDecision } from "../../sidecar/proto.js";
 import { type Sidecar, startSidecar } from "../../sidecar/sidecar.js";
 import { jsonToStruct } from "../../sidecar/struct.js";
@@ -188,6 +189,8 @@ export interface StackOptions {
   upstreams?: SidecarConfigInput["upstreams"];
   /** Approval poll interval of the SDK in ms (default 100 to keep the suite fast). */
   pollIntervalMs?: number;
+  /** The sidecar's logger (default: one at the config's logLevel, "silent"). */
+  log?: Logger;
 }
 
 /** Starts service, tool server and sidecar. */
@@ -218,6 +221,7 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
   const sidecar = await startSidecar({
     config,
     apiKey,
+    ...(opts.log && { log: opts.log }),
     sdkInternals: { pollIntervalMs: opts.pollIntervalMs ?? 100 },
     defaultMetrics: false,
   });
