@@ -45,6 +45,7 @@ describe("CRD spec → service admin API body", () => {
       approval_timeout_hours: 24,
       evaluation_mode: "enforce",
       runaway_limits: { max_events: 1000, max_duration_seconds: 86400, max_tokens: 2000000 },
+      api_keys_enabled: true,
       managed_by: "tollgate-operator/acme",
     });
   });
