@@ -104,11 +104,6 @@ export class WorkloadAuthenticator {
     return principal;
   }
 
-  /** Forgets every remembered token (tests; an organization's namespace moved). */
-  clear(): void {
-    this.#entries.clear();
-  }
-
   async #review(q: Queryable, token: string): Promise<WorkloadPrincipal> {
     let status: TokenReviewStatus;
     try {
