@@ -112,6 +112,8 @@ describe("CRD spec → service admin API body", () => {
       piiToExternalRequiresApproval: false,
       irreversibleActions: ["sign"],
       customRules: [{ name: "r", match: { agentName: "bot" }, outcome: "allow" }],
+      expressionErrorOutcome: "deny",
+      identityAgentNames: [{ serviceAccount: "payments/*", agentNames: ["invoice-*"] }],
       llmPricing: [{ model: "m", inputPer1kUsd: 0.1, outputPer1kUsd: 0.2 }],
       defaultLlmPrice: { inputPer1kUsd: 0.5 },
     });
@@ -124,6 +126,83 @@ describe("CRD spec → service admin API body", () => {
     );
     expect(config.default_llm_price).toEqual({ input_per_1k_usd: 0.5 });
     expect(config.llm_pricing).toEqual({ m: { input_per_1k_usd: 0.1, output_per_1k_usd: 0.2 } });
+  });
+
+  it("maps identity matchers, expressions and identity pinning to the service's keys", () => {
+    const spec = GovernancePolicySpecSchema.parse({
+      organizationRef: { name: "a" },
+      agentScopes: [
+        {
+          agentName: "invoice-agent",
+          serviceAccounts: ["payments/invoice-agent"],
+          identities: ["spiffe://cluster.local/ns/payments/sa/invoice-agent"],
+        },
+      ],
+      customRules: [
+        {
+          name: "big-invoices",
+          match: { actionName: "pay_*", serviceAccounts: ["payments/*"] },
+          expression: "action.payload.invoice.total > 1000",
+          outcome: "require_approval",
+          reason: "Large invoice",
+        },
+        { name: "expr-only", expression: "chain.eventCount > 5", outcome: "deny", reason: "Too many" },
+      ],
+      identityAgentNames: [
+        { serviceAccount: "payments/invoice-agent", agentNames: ["invoice-agent"] },
+        { serviceAccount: "payments/*", agentNames: ["payments-*"] },
+      ],
+    });
+    const config = ServicePolicy.parse(policyBody(spec, "o")).config;
+    expect(config.agent_scopes).toEqual({
+      "invoice-agent": {
+        service_accounts: ["payments/invoice-agent"],
+        identities: ["spiffe://cluster.local/ns/payments/sa/invoice-agent"],
+      },
+    });
+    expect(config.custom_rules).toEqual([
+      {
+        name: "big-invoices",
+        match: { action_name: "pay_*", service_accounts: ["payments/*"] },
+        expression: "action.payload.invoice.total > 1000",
+        outcome: "require_approval",
+        reason: "Large invoice",
+      },
+      {
+        name: "expr-only",
+        match: {},
+        expression: "chain.eventCount > 5",
+        outcome: "deny",
+        reason: "Too many",
+      },
+    ]);
+    expect(config.identity_agent_names).toEqual({
+      "payments/invoice-agent": ["invoice-agent"],
+      "payments/*": ["payments-*"],
+    });
+  });
+
+  it("refuses a rule with neither match nor expression, and malformed identity patterns", () => {
+    const base = { organizationRef: { name: "a" } };
+    expect(
+      GovernancePolicySpecSchema.safeParse({ ...base, customRules: [{ name: "r", outcome: "allow" }] })
+        .success,
+    ).toBe(false);
+    for (const serviceAccounts of [["*"], ["invoice-agent"], ["payments/"], ["Payments/x"]]) {
+      expect(
+        GovernancePolicySpecSchema.safeParse({
+          ...base,
+          agentScopes: [{ agentName: "a", serviceAccounts }],
+        }).success,
+        JSON.stringify(serviceAccounts),
+      ).toBe(false);
+    }
+    expect(
+      GovernancePolicySpecSchema.safeParse({
+        ...base,
+        customRules: [{ name: "r", match: { identities: ["payments/x"] }, outcome: "allow" }],
+      }).success,
+    ).toBe(false);
   });
 
   it("maps the example ApproverTeam to a body the service accepts", async () => {
