@@ -20,6 +20,7 @@ import {
   ApproverTeamSpecSchema as ServiceTeam,
 } from "../../../src/contract/v1/admin.js";
 import { PolicyConfigPatchSchema } from "../../../src/policy/schema.js";
+import { identity, config as policyConfig, run } from "../policy/helpers.js";
 
 const root = path.resolve(import.meta.dirname, "../../..");
 const example = async (file: string) =>
@@ -85,6 +86,64 @@ describe("CRD spec → service admin API body", () => {
       docs_url: "https://docs.acme.example/policies/deletes",
     });
     expect(parsed.config.custom_rules?.[1]?.match.payload).toEqual({ rows: { gt: 10000 } });
+    expect(parsed.config.custom_rules?.slice(2).map((r) => [r.name, r.expression])).toEqual([
+      ["large-invoices", "action.payload.invoice.total > 1000"],
+      [
+        "refunds-only-from-invoice-agent",
+        '!(identity != null && identity.serviceAccount == "payments/invoice-agent")',
+      ],
+      [
+        "no-email-after-customer-read",
+        'chain.actions.exists(a, a.name == "read_customer") && action.name == "send_email"',
+      ],
+    ]);
+    expect(parsed.config.identity_agent_names).toEqual({ "payments/invoice-agent": ["invoice-agent"] });
+  });
+
+  it("the example GovernancePolicy's CEL rules and identity pin decide as their comments say", async () => {
+    const patch = ServicePolicy.parse(
+      policyBody(GovernancePolicySpecSchema.parse(await example("20-governancepolicy.yaml")), "o"),
+    ).config;
+    const config = {
+      ...patch,
+      financial_approval_threshold_usd: 1e9,
+      cumulative_financial_threshold_usd: 1e9,
+    };
+    expect(policyConfig(config).custom_rules).toHaveLength(5);
+    const decide = (s: Parameters<typeof run>[0]) => {
+      const d = run({ ...s, config }).decision;
+      return [d.policy_decision, d.policy_name];
+    };
+    const invoiceAgent = identity("payments", "invoice-agent");
+    expect(decide({ action: { action_name: "pay_invoice" }, payload: { invoice: { total: 1500 } } })).toEqual(
+      ["require_approval", "large-invoices"],
+    );
+    expect(decide({ action: { action_name: "pay_invoice" }, payload: { invoice: { total: 900 } } })).toEqual([
+      "allow",
+      null,
+    ]);
+    expect(
+      decide({ action: { action_name: "issue_refund" }, identity: identity("payments", "other") }),
+    ).toEqual(["deny", "refunds-only-from-invoice-agent"]);
+    expect(decide({ action: { action_name: "issue_refund" }, identity: null })[0]).toBe("deny");
+    expect(
+      decide({
+        action: { action_name: "issue_refund", agent_name: "invoice-agent" },
+        identity: invoiceAgent,
+      }),
+    ).toEqual(["allow", null]);
+    expect(
+      decide({ action: { agent_name: "billing-agent", action_name: "read_x" }, identity: invoiceAgent }),
+    ).toEqual(["deny", "identity_agent_names"]);
+    const earlier = [{ name: "read_customer", type: "tool_call", agent_name: "agent-a" }];
+    expect(decide({ action: { action_name: "send_email" }, chain: { actions_so_far: earlier } })).toEqual([
+      "require_approval",
+      "no-email-after-customer-read",
+    ]);
+    // CEL's && is false when one side is false, even if the other side cannot be evaluated:
+    // without the chain's actions, only send_email fails closed.
+    expect(decide({ action: { action_name: "read_file" } })).toEqual(["allow", null]);
+    expect(decide({ action: { action_name: "send_email" } })[0]).toBe("require_approval");
   });
 
   it("leaves unset keys out, so a policy overrides only what it sets", () => {
