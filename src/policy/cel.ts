@@ -28,8 +28,9 @@
  * body, so one evaluation is linear in the size of its inputs (the payload, bounded by the
  * request body limit, and the chain's actions, bounded by runaway_limits.max_events).
  */
-import { celEnv, isCelError, parse, plan } from "@bufbuild/cel";
+import { celEnv, celList, celMap, isCelError, parse, plan } from "@bufbuild/cel";
 import { timestampFromMs } from "@bufbuild/protobuf/wkt";
+import { RE2JS } from "@bufbuild/re2";
 
 /** The bounds an expression must respect to be accepted (see the module comment). */
 export const CEL_LIMITS = {
@@ -79,7 +80,29 @@ export type CelCompileResult = { ok: true; program: CelProgram } | { ok: false; 
 /** The result of {@link evaluateExpression}: the boolean, or why there is none. */
 export type CelEvaluation = { ok: true; value: boolean } | { ok: false; error: string };
 
-const env = celEnv();
+/** Compiled `matches` patterns (the library compiles the pattern on every call otherwise). */
+const regexes = new Map<string, RE2JS>();
+/** Patterns the regex cache keeps; the oldest goes first. */
+const REGEX_CACHE_CAPACITY = 1024;
+
+/**
+ * The RE2 engine the library uses for `matches`, memoized by pattern (a cache of a pure
+ * function; a pattern that does not compile throws, which the library turns into an
+ * evaluation error).
+ */
+const cachedRe2 = {
+  compile(pattern: string): { test(text: string): boolean } {
+    let re = regexes.get(pattern);
+    if (re === undefined) {
+      re = RE2JS.compile(pattern);
+      regexes.set(pattern, re);
+      if (regexes.size > REGEX_CACHE_CAPACITY) regexes.delete(regexes.keys().next().value as string);
+    }
+    return re;
+  },
+};
+
+const env = celEnv({ re2: cachedRe2 });
 
 /** 0-based offset → 1-based line and column of `text`. */
 export const positionOf = (text: string, offset: number): CelPosition => {
@@ -221,6 +244,17 @@ const checkDeclarations = (root: ExprNode): { usesChainActions: boolean } => {
         if (!BUILTIN_OPERATORS.has(fn) && env.funcs.find(fn) === undefined) {
           throw new Refusal(`undeclared reference to function '${fn}'`, e.id);
         }
+        const literal = k.value.args[k.value.target === undefined ? 1 : 0]?.exprKind;
+        if (fn === "matches" && literal?.case === "constExpr") {
+          const constant = literal.value as { constantKind?: { case?: string; value?: unknown } } | undefined;
+          if (constant?.constantKind?.case === "stringValue") {
+            try {
+              cachedRe2.compile(constant.constantKind.value as string);
+            } catch (err) {
+              throw new Refusal(`invalid regular expression: ${(err as Error).message}`, e.id);
+            }
+          }
+        }
         visit(k.value.target, scope, depth);
         for (const arg of k.value.args) visit(arg, scope, depth);
         return;
@@ -353,33 +387,42 @@ export interface CelInputs {
   nowMs: number;
 }
 
+type CelReady =
+  | ReturnType<typeof celMap>
+  | ReturnType<typeof celList>
+  | string
+  | number
+  | boolean
+  | bigint
+  | null;
+
 /**
- * A JSON value as the library accepts it. The library reads a plain object through its
- * `constructor`, so an object with an own `constructor` key (a legitimate JSON key) becomes a
- * Map; everything else is passed as it is (copied only along the path to such an object).
+ * A JSON value converted once into the library's values (CelMap, CelList), so that the 50th
+ * rule of an evaluation does not convert the payload again (the library converts plain objects
+ * on every access). Own keys only: a `constructor` or `__proto__` key is an ordinary key.
+ * Values that are not JSON (undefined, functions, symbols) become null.
  */
-const jsonForCel = (value: unknown): unknown => {
-  if (typeof value !== "object" || value === null) return value;
-  if (Array.isArray(value)) {
-    let out: unknown[] | undefined;
-    for (let i = 0; i < value.length; i++) {
-      const v = jsonForCel(value[i]);
-      if (v === value[i]) continue;
-      out ??= [...value];
-      out[i] = v;
-    }
-    return out ?? value;
+const jsonForCel = (value: unknown): CelReady => {
+  switch (typeof value) {
+    case "string":
+    case "number":
+    case "boolean":
+    case "bigint":
+      return value;
+    case "object":
+      if (value === null) return null;
+      if (Array.isArray(value)) return celList(value.map(jsonForCel));
+      return celMap(
+        new Map(Object.keys(value).map((key) => [key, jsonForCel((value as Record<string, unknown>)[key])])),
+      );
+    default:
+      return null;
   }
-  const record = value as Record<string, unknown>;
-  let changed = Object.hasOwn(record, "constructor") || Object.getPrototypeOf(record) !== Object.prototype;
-  const entries: [string, unknown][] = [];
-  for (const key of Object.keys(record)) {
-    const v = jsonForCel(record[key]);
-    if (v !== record[key]) changed = true;
-    entries.push([key, v]);
-  }
-  return changed ? new Map(entries) : value;
 };
+
+/** A map variable (declared fields only) in the library's form. */
+const record = (fields: Record<string, CelReady | ReturnType<typeof timestampFromMs>>) =>
+  celMap(new Map(Object.entries(fields)) as Map<string, CelReady>);
 
 /**
  * The CEL variables of one evaluation (build once, pass to every rule's
@@ -388,38 +431,36 @@ const jsonForCel = (value: unknown): unknown => {
  */
 export const celBindings = (inputs: CelInputs): Record<string, unknown> => {
   const { action, identity, chain } = inputs;
-  const chainVars: Record<string, unknown> = {
+  const chainVars: Record<string, CelReady> = {
     eventCount: BigInt(Math.trunc(chain.event_count)),
     financialExposureUsd: chain.financial_exposure_usd,
     ageSeconds: (inputs.nowMs - chain.started_at_ms) / 1000,
   };
   if (chain.actions_so_far !== undefined) {
-    chainVars.actions = chain.actions_so_far.map((a) => ({
-      name: a.name,
-      type: a.type,
-      agentName: a.agent_name,
-    }));
+    chainVars.actions = celList(
+      chain.actions_so_far.map((a) => record({ name: a.name, type: a.type, agentName: a.agent_name })),
+    );
   }
   return {
-    action: {
+    action: record({
       agentName: action.agent_name,
       type: action.action_type,
       name: action.action_name,
       payload: jsonForCel(action.payload ?? {}),
-      destinationDomains: [...inputs.destinationDomains],
-    },
+      destinationDomains: celList([...inputs.destinationDomains]),
+    }),
     identity:
       identity === null
         ? null
-        : {
+        : record({
             namespace: identity.namespace,
             serviceAccount: `${identity.namespace}/${identity.service_account}`,
             spiffeId: identity.spiffe_id,
             podName: identity.pod_name,
             podUid: identity.pod_uid,
-          },
-    chain: chainVars,
-    org: inputs.environment == null ? {} : { environment: inputs.environment },
+          }),
+    chain: record(chainVars),
+    org: record(inputs.environment == null ? {} : { environment: inputs.environment }),
     now: timestampFromMs(inputs.nowMs),
   };
 };

@@ -211,6 +211,16 @@ describe("written expressions are compiled and refused with the rule and the pos
     );
     expect(issue("lookup(action.name)").message).toMatch(/undeclared reference to function 'lookup'/);
   });
+  it("a literal regular expression that RE2 refuses; a dynamic one fails closed at evaluation", () => {
+    expect(issue('action.name.matches("(unclosed")').message).toMatch(
+      /invalid regular expression: .* at line 1, column \d+$/,
+    );
+    expect(issue('action.name.matches("a(?=b)")').message).toMatch(/invalid regular expression/);
+    const d = decide("action.name.matches(action.payload.pattern)", { payload: { pattern: "(" } });
+    expect(d.policy_decision).toBe("require_approval");
+    expect(decide('action.name.matches("^look")').policy_decision).toBe("deny");
+  });
+
   it("the bounds: length, size, nested comprehensions", () => {
     const long = `action.name == "${"x".repeat(CEL_LIMITS.maxLength)}"`;
     expect(issue(long)).toEqual({
