@@ -115,13 +115,12 @@ describe("CRD spec → service admin API body", () => {
       return [d.policy_decision, d.policy_name];
     };
     const invoiceAgent = identity("payments", "invoice-agent");
-    expect(decide({ action: { action_name: "create_invoice" }, payload: { invoice: { total: 1500 } } })).toEqual(
-      ["require_approval", "large-invoices"],
-    );
-    expect(decide({ action: { action_name: "create_invoice" }, payload: { invoice: { total: 900 } } })).toEqual([
-      "allow",
-      null,
-    ]);
+    expect(
+      decide({ action: { action_name: "create_invoice" }, payload: { invoice: { total: 1500 } } }),
+    ).toEqual(["require_approval", "large-invoices"]);
+    expect(
+      decide({ action: { action_name: "create_invoice" }, payload: { invoice: { total: 900 } } }),
+    ).toEqual(["allow", null]);
     expect(
       decide({ action: { action_name: "issue_refund" }, identity: identity("payments", "other") }),
     ).toEqual(["deny", "refunds-only-from-invoice-agent"]);
