@@ -5,6 +5,12 @@
  * PostgreSQL, beside a bare Fastify hello-world JSON POST measured with the same load client,
  * the same concurrency, in the same run. Target ≥ 0.4× the hello-world rate.
  *
+ * Variant "50 CEL rules" (issue 28): the same route for an organization whose policy has 50
+ * custom rules with a CEL `expression` and no other matcher, so every expression is evaluated
+ * for every action (the worst case: matchers would skip most of them), all false for the benched
+ * action; measured in the same run beside the organization without custom rules.
+ * Target ≥ 0.8× the no-custom-rules rate.
+ *
  *   npx tsx bench/decide-only/run.ts [--clients 16] [--seconds 5] [--repeats 3] [--quick]
  */
 import { parseArgs } from "node:util";
@@ -26,6 +32,20 @@ const clients = quick ? 4 : Number(args.clients);
 const seconds = quick ? 1 : Number(args.seconds);
 const repeats = quick ? 1 : Number(args.repeats);
 const TARGET = 0.4;
+const CEL_TARGET = 0.8;
+const CEL_RULES = 50;
+
+/** 50 expression-only rules, a mix of action, payload and chain reads; none holds for the benched action. */
+const celRules = Array.from({ length: CEL_RULES }, (_, i) => {
+  const expression = [
+    `action.name == "tool_${i}" && action.agentName == "bench"`,
+    `action.payload.path.startsWith("/restricted/${i}/")`,
+    `chain.eventCount > ${1_000_000 + i} || action.type == "llm_call_${i}"`,
+    `"never_${i}" in action.destinationDomains`,
+    `action.name.matches("^admin_${i}_.*$")`,
+  ][i % 5];
+  return { name: `cel-${i}`, expression, outcome: "deny", reason: `CEL rule ${i}` };
+});
 
 /** Closed-loop load: `clients` callers each send `body` to `pathOf(i)` for `secs`; returns req/s. */
 async function load(
@@ -59,11 +79,18 @@ async function main() {
   const hello = await startScript("bench/decide-only/hello.ts");
   try {
     const key = await benchOrg(svc, "bench");
-    const chains = await Promise.all(
-      Array.from({ length: clients }, () =>
-        api(`${svc.url}/v1/chains`, key, "POST", { name: "bench-decide" }),
-      ),
-    );
+    const celKey = await benchOrg(svc, "bench-cel");
+    await api(`${svc.url}/v1/admin/organizations/bench-cel/policies/cel`, svc.adminToken, "PUT", {
+      config: { custom_rules: celRules },
+    });
+    const openChains = (k: string) =>
+      Promise.all(
+        Array.from({ length: clients }, () =>
+          api(`${svc.url}/v1/chains`, k, "POST", { name: "bench-decide" }),
+        ),
+      );
+    const chains = await openChains(key);
+    const celChains = await openChains(celKey);
     const action = JSON.stringify({
       agent_name: "bench",
       action_type: "tool_call",
@@ -73,19 +100,43 @@ async function main() {
     const auth = { authorization: `Bearer ${key}` };
     const decide = (secs: number) =>
       load(svc.url, (i) => `/v1/chains/${chains[i].chain_id}/actions/evaluate`, auth, action, secs);
+    const celAuth = { authorization: `Bearer ${celKey}` };
+    const decideCel = (secs: number) =>
+      load(svc.url, (i) => `/v1/chains/${celChains[i].chain_id}/actions/evaluate`, celAuth, action, secs);
     const baseline = (secs: number) => load(hello.address, () => "/hello", {}, action, secs);
     await decide(1); // warm-up: JIT, pool, caches
+    await decideCel(1);
     await baseline(1);
-    const runs: { decide: number; hello: number }[] = [];
+    // Every CEL rule is evaluated and none holds: the decision must be the no-rules one.
+    const celDecision = await api(
+      `${svc.url}/v1/chains/${celChains[0].chain_id}/actions/evaluate`,
+      celKey,
+      "POST",
+      JSON.parse(action),
+    );
+    if (celDecision.policy_decision !== "allow")
+      throw new Error(`CEL variant decided ${JSON.stringify(celDecision)}`);
+    const runs: { decide: number; hello: number; cel: number }[] = [];
+    // The two organizations alternate in one-second slices (the machine's load drifts between
+    // slices, not within one), so each repeat's CEL ratio compares like with like.
+    const slices = Math.max(1, Math.round(seconds));
     for (let i = 0; i < repeats; i++) {
       const h = await baseline(seconds);
-      const d = await decide(seconds);
-      runs.push({ decide: d, hello: h });
+      let d = 0;
+      let c = 0;
+      for (let s = 0; s < slices; s++) {
+        d += await decide(seconds / slices);
+        c += await decideCel(seconds / slices);
+      }
+      d /= slices;
+      c /= slices;
+      runs.push({ decide: d, hello: h, cel: c });
       progress(
-        `  run ${i + 1}: hello-world ${h.toFixed(0)} req/s; decide-only ${d.toFixed(0)} req/s; ratio ${(d / h).toFixed(3)}`,
+        `  run ${i + 1}: hello-world ${h.toFixed(0)} req/s; decide-only ${d.toFixed(0)} req/s; ratio ${(d / h).toFixed(3)}; with ${CEL_RULES} CEL rules ${c.toFixed(0)} req/s, ratio to no custom rules ${(c / d).toFixed(3)}`,
       );
     }
     const ratios = runs.map((r) => r.decide / r.hello);
+    const celRatios = runs.map((r) => r.cel / r.decide);
     const rows: ResultRow[] = [
       {
         benchmark: "decide-only",
@@ -99,6 +150,20 @@ async function main() {
         target: `≥ ${TARGET}×`,
         met: median(ratios) >= TARGET,
         spreadPct: spreadPct(ratios),
+        repeats,
+      },
+      {
+        benchmark: "decide-only",
+        figure: `evaluate req/s with ${CEL_RULES} CEL rules (all evaluated) at ${clients} clients`,
+        value: median(runs.map((r) => r.cel)),
+        unit: "/s",
+        baseline: "evaluate req/s without custom rules",
+        baselineValue: median(runs.map((r) => r.decide)),
+        ratio: median(celRatios),
+        better: "higher",
+        target: `≥ ${CEL_TARGET}×`,
+        met: median(celRatios) >= CEL_TARGET,
+        spreadPct: spreadPct(celRatios),
         repeats,
       },
     ];

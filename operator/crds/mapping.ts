@@ -66,7 +66,7 @@ export function organizationBody(spec: OrganizationSpec, owner: string): Organiz
 
 type PolicyConfig = PolicyBody["config"];
 type PayloadCondition = NonNullable<
-  NonNullable<PolicyConfig["custom_rules"]>[number]["match"]["payload"]
+  NonNullable<NonNullable<PolicyConfig["custom_rules"]>[number]["match"]>["payload"]
 >[string];
 
 /** GovernancePolicy spec → PUT .../policies/{name} body (config is a patch: only keys set). */
@@ -91,6 +91,8 @@ export function policyBody(spec: GovernancePolicySpec, owner: string): PolicyBod
         put(scope, "action_types", s.actionTypes);
         put(scope, "action_names", s.actionNames);
         put(scope, "domains", s.domains);
+        put(scope, "identities", s.identities);
+        put(scope, "service_accounts", s.serviceAccounts);
         return [s.agentName, scope];
       }),
     );
@@ -102,15 +104,25 @@ export function policyBody(spec: GovernancePolicySpec, owner: string): PolicyBod
   );
   put(config, "pii_to_external_requires_approval", spec.piiToExternalRequiresApproval);
   put(config, "irreversible_actions", spec.irreversibleActions);
+  put(config, "expression_error_outcome", spec.expressionErrorOutcome);
+  if (spec.identityAgentNames) {
+    config.identity_agent_names = Object.fromEntries(
+      spec.identityAgentNames.map((p) => [p.serviceAccount, p.agentNames]),
+    );
+  }
   if (spec.customRules) {
     config.custom_rules = spec.customRules.map((r) => {
       const match = {};
-      put(match, "agent_name", r.match.agentName);
-      put(match, "action_type", r.match.actionType);
-      put(match, "action_name", r.match.actionName);
-      put(match, "destination_domain", r.match.destinationDomain);
-      put(match, "payload", r.match.payload as Record<string, PayloadCondition> | undefined);
+      const m = r.match ?? {};
+      put(match, "agent_name", m.agentName);
+      put(match, "action_type", m.actionType);
+      put(match, "action_name", m.actionName);
+      put(match, "destination_domain", m.destinationDomain);
+      put(match, "payload", m.payload as Record<string, PayloadCondition> | undefined);
+      put(match, "identities", m.identities);
+      put(match, "service_accounts", m.serviceAccounts);
       const rule = { name: r.name, match, outcome: r.outcome, reason: r.reason ?? "" };
+      put(rule, "expression", r.expression);
       put(rule, "remediation", r.remediation);
       put(rule, "docs_url", r.docsUrl);
       return rule;

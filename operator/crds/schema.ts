@@ -14,12 +14,15 @@
  */
 import { z } from "zod";
 import {
+  CelExpressionSchema,
   EvaluationModeSchema,
   ModelPriceSchema,
   OutcomeSchema,
   PayloadConditionSchema,
   PolicyConfigSchema,
   RunawayLimitsPatchSchema,
+  ServiceAccountPatternSchema,
+  SpiffeIdSchema,
 } from "../../src/policy/schema.js";
 
 /** API group of every Tollgate resource. */
@@ -189,12 +192,29 @@ const thresholds = z
     }),
   );
 
+/** Identity matchers (kube-agentic-networking AccessPolicy Source): OR across and within the lists. */
+const identityMatchers = (who: string) => ({
+  identities: z
+    .array(SpiffeIdSchema)
+    .max(200)
+    .optional()
+    .meta(setList)
+    .describe(`SPIFFE IDs (exact) of the workloads ${who}; OR with serviceAccounts.`),
+  serviceAccounts: z
+    .array(ServiceAccountPatternSchema)
+    .max(200)
+    .optional()
+    .meta(setList)
+    .describe(`Service accounts ("<namespace>/<name>" or "<namespace>/*") of the workloads ${who}.`),
+});
+
 const agentScope = z
   .object({
     agentName: word.describe("The agent this scope applies to."),
     actionTypes: z.array(word).max(100).optional().meta(setList).describe("Allowed action types (globs)."),
     actionNames: z.array(word).max(200).optional().meta(setList).describe("Allowed action names (globs)."),
     domains: z.array(domain).max(200).optional().meta(setList).describe("Allowed destination domains."),
+    ...identityMatchers("that may act as this agent (any other caller is outside the scope)"),
   })
   .strict();
 
@@ -216,11 +236,18 @@ const customRule = z
           .record(z.string(), payloadCondition)
           .optional()
           .describe("Conditions on top-level payload keys."),
+        ...identityMatchers("this rule applies to (a caller without identity never matches)"),
       })
       .strict()
       .refine((m) => Object.keys(m).length > 0, { message: "match must set at least one matcher" })
       .meta({ minProperties: 1 })
-      .describe("Every given matcher must match (AND); strings accept * globs."),
+      .optional()
+      .describe(
+        "Every given matcher must match (AND); strings accept * globs. Optional when expression is set.",
+      ),
+    expression: CelExpressionSchema.optional().describe(
+      "CEL expression that must also be true (AND with match); variables action, identity, chain, org, now (docs/policy-cel.md). The service refuses one that does not compile.",
+    ),
     outcome: OutcomeSchema.describe("Decision when it matches."),
     reason: z
       .string()
@@ -236,13 +263,25 @@ const customRule = z
     message: "reason is required unless outcome is allow",
     path: ["reason"],
   })
+  .refine((r) => r.match !== undefined || r.expression !== undefined, {
+    message: "match or expression is required",
+    path: ["match"],
+  })
   .meta(
-    cel({
-      rule: "self.outcome == 'allow' || has(self.reason)",
-      message: "reason is required unless outcome is allow",
-      fieldPath: ".reason",
-      reason: "FieldValueRequired",
-    }),
+    cel(
+      {
+        rule: "self.outcome == 'allow' || has(self.reason)",
+        message: "reason is required unless outcome is allow",
+        fieldPath: ".reason",
+        reason: "FieldValueRequired",
+      },
+      {
+        rule: "has(self.match) || has(self.expression)",
+        message: "match or expression is required",
+        fieldPath: ".match",
+        reason: "FieldValueRequired",
+      },
+    ),
   );
 
 const price = {
@@ -305,6 +344,30 @@ export const GovernancePolicySpecSchema = z
       .optional()
       .meta(mapList("name"))
       .describe("Rules evaluated in order."),
+    expressionErrorOutcome: policy.expression_error_outcome
+      .unwrap()
+      .optional()
+      .describe("Outcome of a custom rule whose expression fails at evaluation (fail closed)."),
+    identityAgentNames: z
+      .array(
+        z
+          .object({
+            serviceAccount: ServiceAccountPatternSchema.describe(
+              '"<namespace>/<name>" or "<namespace>/*" (the exact entry wins over the namespace one).',
+            ),
+            agentNames: z
+              .array(word)
+              .min(1)
+              .max(200)
+              .meta(setList)
+              .describe("Agent names (globs) a caller with this identity may use; any other is denied."),
+          })
+          .strict(),
+      )
+      .max(500)
+      .optional()
+      .meta(mapList("serviceAccount"))
+      .describe("Identity pinning: which agent names each workload identity may act as."),
     llmPricing: z
       .array(z.object({ model: word, ...price }).strict())
       .max(200)

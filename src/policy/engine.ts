@@ -15,11 +15,19 @@
  *                                     ((nowMs − started_at_ms) / 1000 > max), max_tokens
  *                                     (total_tokens + this action's tokens > max); 0 disables a limit
  *    c. organization paused         → deny, pause_reason set, policy_name "org_pause"
- * 2. Triggers — every custom rule that matches (list order), then the built-in rules in this order:
+ * 2. Triggers — first the identity pin (identity_agent_names: deny when the caller's verified
+ *    identity has an entry and the action's agent_name matches none of its names), then every
+ *    custom rule that matches (list order), then the built-in rules in this order:
  *    financial_deny_threshold (deny), financial_approval_threshold, cumulative_financial_threshold,
  *    first_external_communication (require_approval), exfiltration_alert (allow_with_flag),
- *    bulk_deletion, bulk_operation, irreversible_action, high_risk_agent, agent_scope,
+ *    bulk_deletion, bulk_operation, irreversible_action, high_risk_agent, agent_scope (also: the
+ *    caller's identity is not one the scope's identities / service_accounts allow),
  *    pii_to_external (all require_approval).
+ *    A custom rule matches when every matcher matches and then, if it has an `expression`, the
+ *    CEL expression evaluates to true. An expression that fails at evaluation (or gives a
+ *    non-bool) is a trigger of its own: outcome expression_error_outcome (require_approval by
+ *    default, or deny), policy_name the rule's name, the error in decision_reason — never a
+ *    silent non-match.
  * 3. Outcome — the most severe trigger (deny > require_approval > allow_with_flag > allow); among
  *    equally severe triggers the first collected (so custom rules before built-ins) supplies
  *    policy_name, decision_reason, remediation and docs_url. No trigger → allow, reason "".
@@ -34,6 +42,7 @@
  * 6. estimated_cost_usd is set for llm_call (whatever the outcome); decision_source is always
  *    "backend_evaluation" (human_approval is the service's business).
  */
+import { celBindings, compileExpression, evaluateExpression } from "./cel.js";
 import { type ActionFacts, domainInList, extractFacts, ownValue, toFiniteNumber } from "./facts.js";
 import type {
   Action,
@@ -67,6 +76,7 @@ export const TriggerKind = {
   high_risk_agent: "high_risk_agent",
   agent_scope: "agent_scope",
   pii_to_external: "pii_to_external",
+  identity_agent_names: "identity_agent_names",
 } as const;
 export type TriggerKind = (typeof TriggerKind)[keyof typeof TriggerKind];
 
@@ -185,6 +195,8 @@ export interface RuleContext {
   org: OrgState;
   action: Action;
   facts: ActionFacts;
+  /** The caller's verified workload identity, null when it has none. */
+  identity: WorkloadIdentity | null;
   nowMs: number;
 }
 
@@ -306,13 +318,58 @@ export const conditionHolds = (condition: PayloadCondition, actual: unknown): bo
   );
 };
 
+/** The identity matchers of a custom rule or an agent scope. */
+export interface IdentityMatchers {
+  /** SPIFFE IDs, exact match. */
+  identities?: readonly string[];
+  /** `<namespace>/<name>` or `<namespace>/*`. */
+  service_accounts?: readonly string[];
+}
+
+/** `<namespace>/<name>` of an identity (the form service account patterns are written in). */
+export const serviceAccountOf = (identity: WorkloadIdentity): string =>
+  `${identity.namespace}/${identity.service_account}`;
+
+/** Whether a service account pattern (`ns/name` or `ns/*`) matches the identity. */
+export const serviceAccountPatternMatches = (pattern: string, identity: WorkloadIdentity): boolean => {
+  const slash = pattern.indexOf("/");
+  if (slash < 0) return false;
+  const namespace = pattern.slice(0, slash);
+  const name = pattern.slice(slash + 1);
+  return namespace === identity.namespace && (name === "*" || name === identity.service_account);
+};
+
 /**
- * Whether a custom rule matches: every matcher given must match. agent_name, action_type and
- * action_name are case-sensitive globs; destination_domain is a case-insensitive glob tested
- * against every destination domain of the action (an action without one never matches it);
- * payload conditions read top-level keys only.
+ * Whether the caller satisfies identity matchers (kube-agentic-networking AccessPolicy `Source`):
+ * true when neither list is given; otherwise the caller must have an identity, and its SPIFFE ID
+ * is in `identities` OR its service account matches an entry of `service_accounts`.
  */
-export const customRuleMatches = (rule: CustomRule, action: Action, facts: ActionFacts): boolean => {
+export const identityMatches = (
+  m: IdentityMatchers,
+  identity: WorkloadIdentity | null | undefined,
+): boolean => {
+  if (m.identities === undefined && m.service_accounts === undefined) return true;
+  if (identity == null) return false;
+  return (
+    (m.identities?.includes(identity.spiffe_id) ?? false) ||
+    (m.service_accounts?.some((p) => serviceAccountPatternMatches(p, identity)) ?? false)
+  );
+};
+
+/**
+ * Whether a custom rule's matchers match (the expression, if any, is evaluated separately and
+ * only when they do): every matcher given must match. agent_name, action_type and action_name
+ * are case-sensitive globs; destination_domain is a case-insensitive glob tested against every
+ * destination domain of the action (an action without one never matches it); payload
+ * conditions read top-level keys only; identities / service_accounts see {@link identityMatches}
+ * (a caller without identity never matches a rule that sets them).
+ */
+export const customRuleMatches = (
+  rule: CustomRule,
+  action: Action,
+  facts: ActionFacts,
+  identity: WorkloadIdentity | null = null,
+): boolean => {
   const m = rule.match;
   const payload = typeof action.payload === "object" && action.payload !== null ? action.payload : {};
   const domainPattern = m.destination_domain?.toLowerCase();
@@ -324,21 +381,100 @@ export const customRuleMatches = (rule: CustomRule, action: Action, facts: Actio
     (m.payload === undefined ||
       Object.entries(m.payload).every(([key, condition]) =>
         conditionHolds(condition, ownValue(payload, key)),
-      ))
+      )) &&
+    identityMatches(m, identity)
   );
 };
 
-const customRuleTriggers = ({ config, action, facts }: RuleContext): Trigger[] =>
-  config.custom_rules
-    .filter((rule) => customRuleMatches(rule, action, facts))
-    .map((rule) => ({
-      kind: TriggerKind.custom_rule,
-      outcome: rule.outcome,
-      reason: rule.reason || `Matched custom rule ${rule.name}`,
-      policy_name: rule.name,
-      remediation: rule.remediation ?? null,
-      docs_url: rule.docs_url ?? null,
-    }));
+/** The CEL variables of one evaluation, built on first use and shared by every rule. */
+const lazyBindings = (ctx: RuleContext): (() => Record<string, unknown>) => {
+  let bindings: Record<string, unknown> | undefined;
+  return () => {
+    bindings ??= celBindings({
+      action: ctx.action,
+      destinationDomains: ctx.facts.domains,
+      identity: ctx.identity,
+      chain: ctx.chain,
+      environment: ctx.org.environment,
+      nowMs: ctx.nowMs,
+    });
+    return bindings;
+  };
+};
+
+/**
+ * Whether the rule's expression holds: true without an expression; else the CEL result, or the
+ * error text when it cannot be evaluated (a write-time check makes a compile error here
+ * impossible for a parsed config, but it is handled the same way: fail closed).
+ */
+const expressionHolds = (rule: CustomRule, bindings: () => Record<string, unknown>): boolean | string => {
+  if (rule.expression === undefined) return true;
+  const compiled = compileExpression(rule.expression);
+  if (!compiled.ok) return `does not compile: ${compiled.error.message}`;
+  const result = evaluateExpression(compiled.program, bindings());
+  return result.ok ? result.value : result.error;
+};
+
+const customRuleTriggers = (ctx: RuleContext): Trigger[] => {
+  const { config, action, facts, identity } = ctx;
+  const bindings = lazyBindings(ctx);
+  const triggers: Trigger[] = [];
+  for (const rule of config.custom_rules) {
+    if (!customRuleMatches(rule, action, facts, identity)) continue;
+    const holds = expressionHolds(rule, bindings);
+    if (holds === false) continue;
+    triggers.push(
+      holds === true
+        ? {
+            kind: TriggerKind.custom_rule,
+            outcome: rule.outcome,
+            reason: rule.reason || `Matched custom rule ${rule.name}`,
+            policy_name: rule.name,
+            remediation: rule.remediation ?? null,
+            docs_url: rule.docs_url ?? null,
+          }
+        : {
+            kind: TriggerKind.custom_rule,
+            outcome: config.expression_error_outcome,
+            reason: `Custom rule ${rule.name}: the CEL expression could not be evaluated, so the rule fails closed (${config.expression_error_outcome}): ${holds}`,
+            policy_name: rule.name,
+            remediation: `Fix the expression of custom rule ${rule.name} (docs/policy-cel.md), or guard the value it reads (e.g. has(...), identity != null)`,
+            docs_url: rule.docs_url ?? null,
+          },
+    );
+  }
+  return triggers;
+};
+
+/**
+ * The identity_agent_names entry that applies to an identity: the exact `<ns>/<name>` entry if
+ * there is one, else `<ns>/*`, else undefined.
+ */
+export const pinnedAgentNames = (
+  config: PolicyConfig,
+  identity: WorkloadIdentity,
+): { pattern: string; names: readonly string[] } | undefined => {
+  const pins = config.identity_agent_names;
+  for (const pattern of [serviceAccountOf(identity), `${identity.namespace}/*`]) {
+    if (Object.hasOwn(pins, pattern)) {
+      const names = pins[pattern];
+      if (names !== undefined) return { pattern, names };
+    }
+  }
+  return undefined;
+};
+
+const identityPin: Rule = ({ config, action, identity }) => {
+  if (identity === null) return null;
+  const pin = pinnedAgentNames(config, identity);
+  if (pin === undefined || pin.names.some((p) => globMatch(p, action.agent_name))) return null;
+  return trigger(
+    TriggerKind.identity_agent_names,
+    Outcome.deny,
+    `Workload identity ${serviceAccountOf(identity)} (${identity.spiffe_id}) may act only as agent ${pin.names.join(", ")} (identity_agent_names["${pin.pattern}"]); the action names agent ${action.agent_name}`,
+    `Record the action under an agent name pinned to this service account, or extend identity_agent_names["${pin.pattern}"]`,
+  );
+};
 
 // ---------------------------------------------------------------------------------------------
 // Built-in rules (spec: "Limits")
@@ -456,11 +592,25 @@ const highRiskAgent: Rule = ({ config, action }) =>
       )
     : null;
 
-/** Why the action is outside the agent's declared scope, or null when inside (or no scope declared). */
-export const scopeViolation = (config: PolicyConfig, action: Action, facts: ActionFacts): string | null => {
+/**
+ * Why the action is outside the agent's declared scope, or null when inside (or no scope
+ * declared). A scope with identities / service_accounts admits only callers whose verified
+ * identity matches them ({@link identityMatches}); that is checked first.
+ */
+export const scopeViolation = (
+  config: PolicyConfig,
+  action: Action,
+  facts: ActionFacts,
+  identity: WorkloadIdentity | null = null,
+): string | null => {
   if (!Object.hasOwn(config.agent_scopes, action.agent_name)) return null;
   const scope = config.agent_scopes[action.agent_name];
   if (scope === undefined) return null;
+  if (!identityMatches(scope, identity)) {
+    return identity === null
+      ? "a caller without a verified workload identity"
+      : `workload identity ${serviceAccountOf(identity)} (${identity.spiffe_id})`;
+  }
   const inList = (list: readonly string[] | undefined, value: string): boolean =>
     list === undefined || list.some((pattern) => globMatch(pattern, value));
   if (!inList(scope.action_types, action.action_type)) return `action type ${action.action_type}`;
@@ -471,8 +621,8 @@ export const scopeViolation = (config: PolicyConfig, action: Action, facts: Acti
   return outside.length > 0 ? `domain ${outside.join(", ")}` : null;
 };
 
-const agentScope: Rule = ({ config, action, facts }) => {
-  const violation = scopeViolation(config, action, facts);
+const agentScope: Rule = ({ config, action, facts, identity }) => {
+  const violation = scopeViolation(config, action, facts, identity);
   return violation === null
     ? null
     : trigger(
@@ -539,13 +689,17 @@ const withDocs = (t: Trigger, docsBaseUrl: string | undefined): Trigger =>
 export const evaluate = (input: EvaluationInput): Evaluation => {
   const { config, org, chain, action, exceptions, nowMs, docsBaseUrl } = input;
   const facts = extractFacts(action, config);
-  const ctx: RuleContext = { config, chain, org, action, facts, nowMs };
+  const identity = input.identity ?? null;
+  const ctx: RuleContext = { config, chain, org, action, facts, identity, nowMs };
   const mode: EvaluationMode = config.evaluation_mode;
 
   const gates = runRules(GATES, ctx).map((t) => withDocs(t, docsBaseUrl));
-  const policyTriggers = [...customRuleTriggers(ctx), ...runRules(BUILTIN_RULES, ctx)].map((t) =>
-    withDocs(t, docsBaseUrl),
-  );
+  const pin = identityPin(ctx);
+  const policyTriggers = [
+    ...(pin === null ? [] : [pin]),
+    ...customRuleTriggers(ctx),
+    ...runRules(BUILTIN_RULES, ctx),
+  ].map((t) => withDocs(t, docsBaseUrl));
   const exception_scope: ExceptionScope = {
     agent_name: action.agent_name,
     action_type: action.action_type,

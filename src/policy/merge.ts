@@ -16,13 +16,15 @@ import {
 /**
  * Keys whose value is an object merged one level deep: each of ITS top-level keys set in the
  * override replaces the base's (a runaway limit, a model's price, an agent's whole scope, one
- * of the two default prices). Keys of the base object that the override leaves out are kept.
+ * of the two default prices, one service account's pinned agent names). Keys of the base object
+ * that the override leaves out are kept.
  */
 export const NESTED_MERGE_KEYS = [
   "runaway_limits",
   "llm_pricing",
   "agent_scopes",
   "default_llm_price",
+  "identity_agent_names",
 ] as const;
 
 /** List keys that {@link combinePolicies} unions across policies (first appearance order). */
@@ -67,7 +69,8 @@ const mergeLayer = (base: Loose, patch: Loose): Loose => {
  * Applies `overrides` over `base`, in order, key by key: a key the override sets (anything but
  * undefined) wins; arrays are replaced, not concatenated (setting irreversible_actions drops the
  * default list — list the defaults to keep them). The objects runaway_limits, llm_pricing,
- * agent_scopes and default_llm_price are merged per top-level key (see {@link NESTED_MERGE_KEYS}).
+ * agent_scopes, default_llm_price and identity_agent_names are merged per top-level key (see
+ * {@link NESTED_MERGE_KEYS}).
  *
  * Accepts {@link PolicyConfigPatch} (which every PolicyConfigOverride is). Returns a complete,
  * validated PolicyConfig; throws a ZodError when the merged result violates PolicyConfigSchema
@@ -113,8 +116,10 @@ const combineLayer = (acc: Loose, patch: Loose): Loose => {
  * Policies are applied in ascending name order (code-unit comparison, so the result does not
  * depend on list order). The lists of {@link UNION_KEYS} are unioned (deduplicated, first
  * appearance order); custom_rules are concatenated in name order; agent_scopes, llm_pricing,
- * runaway_limits and default_llm_price merge per top-level key (for agent_scopes: per agent,
- * the later name's scope wins whole); every other key: the later name wins.
+ * runaway_limits, default_llm_price and identity_agent_names merge per top-level key (for
+ * agent_scopes: per agent, the later name's scope wins whole; for identity_agent_names: per
+ * service account pattern, the later name's list wins whole); every other key: the later name
+ * wins.
  *
  * The result is a patch (only keys some policy set); apply it with {@link mergePolicyConfig}
  * over the defaults. Pure; does not validate (mergePolicyConfig does).

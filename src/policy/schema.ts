@@ -7,6 +7,7 @@
  * Wire and JSON keys are the spec's snake_case.
  */
 import { z } from "zod";
+import { CEL_LIMITS, compileExpression } from "./cel.js";
 
 /** The four policy outcomes (spec: "What the service does" 2). */
 export const Outcome = {
@@ -52,8 +53,55 @@ export const PayloadConditionSchema = z.union([
 export type PayloadCondition = z.infer<typeof PayloadConditionSchema>;
 
 /**
+ * A SPIFFE ID, matched exactly (`spiffe://<trust-domain>/<path>`, e.g.
+ * `spiffe://cluster.local/ns/payments/sa/invoice-agent`).
+ */
+export const SpiffeIdSchema = z
+  .string()
+  .min(10)
+  .max(600)
+  .regex(/^spiffe:\/\/[a-z0-9._-]+(\/[^/\s]+)+$/, "must be a SPIFFE ID: spiffe://<trust-domain>/<path>");
+
+/**
+ * A Kubernetes service account pattern: `<namespace>/<name>` (that service account) or
+ * `<namespace>/*` (every service account of the namespace). A bare name or `*` alone is refused.
+ */
+export const ServiceAccountPatternSchema = z
+  .string()
+  .min(3)
+  .max(317)
+  .regex(
+    /^[a-z0-9]([-a-z0-9]*[a-z0-9])?\/(\*|[a-z0-9]([-.a-z0-9]*[a-z0-9])?)$/,
+    'must be "<namespace>/<service-account>" or "<namespace>/*"',
+  );
+
+/**
+ * The identity matchers shared by custom rules and agent scopes (kube-agentic-networking
+ * AccessPolicy `Source` semantics): the caller matches when its SPIFFE ID is in `identities`
+ * OR its service account matches an entry of `service_accounts` (OR across and within the
+ * lists). A caller without a verified identity (null) never matches.
+ */
+const identityMatchers = {
+  /** SPIFFE IDs, exact match. */
+  identities: z.array(SpiffeIdSchema).max(200).optional(),
+  /** `<namespace>/<name>` or `<namespace>/*`. */
+  service_accounts: z.array(ServiceAccountPatternSchema).max(200).optional(),
+};
+
+/**
+ * A CEL expression (docs/policy-cel.md, src/policy/cel.ts for the variables and bounds): a
+ * string the library parses; {@link CustomRuleSchema} refuses one that does not compile.
+ */
+export const CelExpressionSchema = z.string().min(1).max(CEL_LIMITS.maxLength);
+
+/**
  * A custom rule: every given matcher must match (AND); string matchers accept `*` globs.
  * `outcome` is applied when it matches; deny rules win over everything except the kill switch.
+ * `match.identities` / `match.service_accounts` match the caller's verified workload identity
+ * (a caller without one never matches a rule that sets them). `expression` is a CEL expression
+ * that must also evaluate to true (AND, evaluated only when every other matcher matched); an
+ * expression that does not compile is refused (issue on `expression`, naming the rule and the
+ * line and column); one that fails at evaluation fails closed (expression_error_outcome).
  */
 export const CustomRuleSchema = z
   .object({
@@ -65,22 +113,42 @@ export const CustomRuleSchema = z
         action_name: z.string().min(1).optional(),
         destination_domain: z.string().min(1).optional(),
         payload: z.record(z.string(), PayloadConditionSchema).optional(),
+        ...identityMatchers,
       })
-      .strict(),
+      .strict()
+      .default({}),
+    expression: CelExpressionSchema.optional(),
     outcome: OutcomeSchema,
     reason: z.string().max(1000).default(""),
     remediation: z.string().max(1000).nullable().optional(),
     docs_url: z.string().url().nullable().optional(),
   })
-  .strict();
+  .strict()
+  .superRefine((rule, ctx) => {
+    if (rule.expression === undefined) return;
+    const compiled = compileExpression(rule.expression);
+    if (!compiled.ok) {
+      ctx.addIssue({
+        code: "custom",
+        path: ["expression"],
+        message: `custom rule "${rule.name}": invalid CEL expression: ${compiled.error.message}`,
+      });
+    }
+  });
 export type CustomRule = z.infer<typeof CustomRuleSchema>;
 
-/** What an agent is declared to do; an action outside it requires approval. Lists accept `*` globs. */
+/**
+ * What an agent is declared to do; an action outside it requires approval. Lists accept `*`
+ * globs. `identities` / `service_accounts` (identity matchers, see CustomRuleSchema): only
+ * those workload identities may act as this agent; any other caller — one without a verified
+ * identity included — is outside the scope.
+ */
 export const AgentScopeSchema = z
   .object({
     action_types: z.array(z.string().min(1)).optional(),
     action_names: z.array(z.string().min(1)).optional(),
     domains: z.array(domain).optional(),
+    ...identityMatchers,
   })
   .strict();
 export type AgentScope = z.infer<typeof AgentScopeSchema>;
@@ -133,6 +201,18 @@ export const PolicyConfigSchema = z
       ]),
     pii_to_external_requires_approval: z.boolean().default(true),
     custom_rules: z.array(CustomRuleSchema).default([]),
+    /**
+     * Identity pinning: service account pattern (`<ns>/<name>` or `<ns>/*`) → the agent names
+     * (globs) a caller with that identity may use. When the caller's identity has an entry (the
+     * exact `<ns>/<name>` one if present, else `<ns>/*`) and its agent_name matches none of the
+     * entry's names, the action is denied (policy_name "identity_agent_names"). Callers without
+     * an identity, and identities without an entry, are not affected.
+     */
+    identity_agent_names: z
+      .record(ServiceAccountPatternSchema, z.array(z.string().min(1).max(200)).min(1).max(200))
+      .default({}),
+    /** Outcome of a custom rule whose expression fails at evaluation (fail closed). */
+    expression_error_outcome: z.enum(["require_approval", "deny"]).default("require_approval"),
     evaluation_mode: EvaluationModeSchema.default("enforce"),
     runaway_limits: RunawayLimitsSchema.default({
       max_events: 1000,
@@ -162,6 +242,11 @@ export const defaultPolicyConfig = (): PolicyConfig => PolicyConfigSchema.parse(
 export interface OrgState {
   kill_switch: { active: boolean; reason: string | null };
   pause: { active: boolean; reason: string | null };
+  /**
+   * The organization's environment label (CEL `org.environment`). Optional: when the caller
+   * leaves it out, an expression that reads it fails closed.
+   */
+  environment?: string | null;
 }
 
 /** The recorded action (spec: "Recorded action"). payload is already sanitized. */
@@ -214,6 +299,22 @@ export interface ChainState {
   financial_exposure_usd: number;
   /** Agents that already made an allowed or approved external communication in this chain. */
   agents_with_external_communication: string[];
+  /**
+   * Every action recorded in this chain before this one, in sequence order, whatever its
+   * decision (CEL `chain.actions`). Optional: the caller fills it when the configuration reads
+   * it ({@link configUsesChainActions}); when absent, an expression reading `chain.actions`
+   * fails closed.
+   */
+  actions_so_far?: ChainActionSummary[];
+}
+
+/** One earlier action of the chain, as CEL `chain.actions` shows it ({name, type, agentName}). */
+export interface ChainActionSummary {
+  /** action_name. */
+  name: string;
+  /** action_type. */
+  type: string;
+  agent_name: string;
 }
 
 /** An active time-boxed exception (spec: "Time-boxed exception"). */
@@ -298,6 +399,8 @@ export const PolicyConfigPatchSchema = z
     irreversible_actions: policyShape.irreversible_actions.unwrap().optional(),
     pii_to_external_requires_approval: policyShape.pii_to_external_requires_approval.unwrap().optional(),
     custom_rules: policyShape.custom_rules.unwrap().optional(),
+    identity_agent_names: policyShape.identity_agent_names.unwrap().optional(),
+    expression_error_outcome: policyShape.expression_error_outcome.unwrap().optional(),
     evaluation_mode: policyShape.evaluation_mode.unwrap().optional(),
     runaway_limits: RunawayLimitsPatchSchema.optional(),
     llm_pricing: policyShape.llm_pricing.unwrap().optional(),
@@ -306,3 +409,15 @@ export const PolicyConfigPatchSchema = z
   .strict();
 /** A parsed {@link PolicyConfigPatchSchema}; every PolicyConfigOverride is also a PolicyConfigPatch. */
 export type PolicyConfigPatch = z.infer<typeof PolicyConfigPatchSchema>;
+
+/**
+ * Whether any custom rule's expression reads `chain.actions`: the caller (the service) must then
+ * fill ChainState.actions_so_far, and may skip reading the chain's actions otherwise. Pure;
+ * expressions that do not compile count as not reading it.
+ */
+export const configUsesChainActions = (config: Pick<PolicyConfig, "custom_rules">): boolean =>
+  config.custom_rules.some((rule) => {
+    if (rule.expression === undefined) return false;
+    const compiled = compileExpression(rule.expression);
+    return compiled.ok && compiled.program.usesChainActions;
+  });

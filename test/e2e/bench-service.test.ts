@@ -111,10 +111,16 @@ describe("bench/decide-only --quick", () => {
       timeout: 110_000,
     });
     expect(r.status, r.stderr).toBe(0);
-    const [row] = JSON.parse(readFileSync(path.join(root, "bench/results/decide-only.json"), "utf8")).rows;
+    const [row, cel] = JSON.parse(
+      readFileSync(path.join(root, "bench/results/decide-only.json"), "utf8"),
+    ).rows;
     expect(row).toMatchObject({ benchmark: "decide-only", unit: "/s", repeats: 1 });
     expect(row.value).toBeGreaterThan(0);
     expect(row.baselineValue).toBeGreaterThan(0);
     expect(row.ratio).toBeCloseTo(row.value / row.baselineValue, 6);
+    // the 50-CEL-rule variant, against the no-custom-rules rate of the same run
+    expect(cel).toMatchObject({ benchmark: "decide-only", unit: "/s", repeats: 1, target: "≥ 0.8×" });
+    expect(cel.baselineValue).toBe(row.value);
+    expect(cel.ratio).toBeCloseTo(cel.value / cel.baselineValue, 6);
   });
 });

@@ -110,7 +110,7 @@ describe("CRD zod schemas", () => {
     expect(OrganizationSpecSchema.parse((await example("10-organization.yaml")).spec).slug).toBe("acme");
     expect(
       GovernancePolicySpecSchema.parse((await example("20-governancepolicy.yaml")).spec).customRules,
-    ).toHaveLength(2);
+    ).toHaveLength(5);
     expect(
       ApproverTeamSpecSchema.parse((await example("30-approverteam.yaml")).spec).approvers[1]!.role,
     ).toBe("approver");

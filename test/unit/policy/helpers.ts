@@ -9,6 +9,8 @@ import {
   type PolicyConfig,
   type PolicyConfigPatch,
   PolicyConfigSchema,
+  spiffeIdOf,
+  type WorkloadIdentity,
 } from "../../../src/policy/schema.js";
 
 export const NOW = Date.UTC(2025, 0, 15, 12, 0, 0);
@@ -48,6 +50,15 @@ export const exception = (overrides: Partial<ActiveException> = {}): ActiveExcep
   ...overrides,
 });
 
+/** A verified workload identity in trust domain cluster.local. */
+export const identity = (namespace = "payments", serviceAccount = "invoice-agent"): WorkloadIdentity => ({
+  namespace,
+  service_account: serviceAccount,
+  pod_name: `${serviceAccount}-7d9f-abcde`,
+  pod_uid: "8c1f3f2e-0000-4000-8000-000000000001",
+  spiffe_id: spiffeIdOf("cluster.local", namespace, serviceAccount),
+});
+
 export interface Scenario {
   config?: PolicyConfigPatch;
   org?: Partial<OrgState>;
@@ -57,6 +68,7 @@ export interface Scenario {
   exceptions?: ActiveException[];
   nowMs?: number;
   docsBaseUrl?: string;
+  identity?: WorkloadIdentity | null;
 }
 
 export const input = (s: Scenario = {}): EvaluationInput => ({
@@ -67,6 +79,7 @@ export const input = (s: Scenario = {}): EvaluationInput => ({
   exceptions: s.exceptions ?? [],
   nowMs: s.nowMs ?? NOW,
   ...(s.docsBaseUrl !== undefined ? { docsBaseUrl: s.docsBaseUrl } : {}),
+  ...(s.identity !== undefined ? { identity: s.identity } : {}),
 });
 
 export const run = (s: Scenario = {}): Evaluation => evaluate(input(s));

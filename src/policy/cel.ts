@@ -1,0 +1,493 @@
+/**
+ * CEL (Common Expression Language) in custom rules: a rule's `expression` is compiled once and
+ * evaluated against the action, the caller's workload identity, the chain so far, the
+ * organization and the evaluation instant. The implementation is `@bufbuild/cel` (it passes
+ * every vector of shared/cel-conformance: 297 core + 20 timestamp expressions; see
+ * docs/policy-cel.md for the comparison). Nothing here parses CEL itself: parsing, planning and
+ * evaluating are the library's; this module adds the declaration check, the bounds, positions
+ * in error messages and the variables.
+ *
+ * Pure: no I/O, no clock reads (the evaluation instant is an argument). {@link compileExpression}
+ * memoizes by expression text (a bounded map): a cache of a pure function, so results never
+ * depend on it; it is what makes "compiled once per policy version" hold on the hot path.
+ *
+ * Variables (every name an expression may use besides its own comprehension variables)
+ * ==================================================================================
+ * | variable | CEL type | fields |
+ * | --- | --- | --- |
+ * | `action` | map | `agentName` string, `type` string, `name` string, `payload` map (the sanitized payload, any depth; JSON numbers are `double`), `destinationDomains` list of string (lowercase) |
+ * | `identity` | map or `null` | `namespace`, `serviceAccount` (`"<ns>/<name>"`), `spiffeId`, `podName` (string or null), `podUid` (string or null); `null` for API-key and session callers |
+ * | `chain` | map | `eventCount` int (actions before this one), `financialExposureUsd` double, `ageSeconds` double (since the chain opened), `actions` list of `{name, type, agentName}` (every action recorded before this one, in order; absent when the caller did not supply them — reading it is then an evaluation error, so the rule fails closed) |
+ * | `org` | map | `environment` string (absent when the caller did not supply it — reading it is then an evaluation error) |
+ * | `now` | timestamp | the evaluation instant |
+ *
+ * Bounds (checked when the expression is written; {@link CEL_LIMITS})
+ * ==================================================================
+ * at most 2,048 characters, at most 500 syntax nodes (after macro expansion), and no
+ * comprehension (`all`, `exists`, `exists_one`, `map`, `filter`) inside another one's range or
+ * body, so one evaluation is linear in the size of its inputs (the payload, bounded by the
+ * request body limit, and the chain's actions, bounded by runaway_limits.max_events).
+ */
+import { celEnv, celList, celMap, isCelError, parse, plan } from "@bufbuild/cel";
+import { timestampFromMs } from "@bufbuild/protobuf/wkt";
+import { RE2JS } from "@bufbuild/re2";
+
+/** The bounds an expression must respect to be accepted (see the module comment). */
+export const CEL_LIMITS = {
+  /** Characters (UTF-16 code units) of the expression text. */
+  maxLength: 2048,
+  /** Syntax nodes of the parsed expression, macros expanded. */
+  maxNodes: 500,
+  /** Comprehensions (macros that iterate) nested inside one another; 1 = no nesting. */
+  maxComprehensionDepth: 1,
+} as const;
+
+/** The root variables and, for the maps, the fields an expression may select on them. */
+export const CEL_VARIABLES: Readonly<Record<string, readonly string[] | null>> = {
+  action: ["agentName", "type", "name", "payload", "destinationDomains"],
+  identity: ["namespace", "serviceAccount", "spiffeId", "podName", "podUid"],
+  chain: ["eventCount", "financialExposureUsd", "ageSeconds", "actions"],
+  org: ["environment"],
+  /** A timestamp: no fields. */
+  now: null,
+};
+
+/** Where in the expression text a compile error is: 0-based offset, 1-based line and column. */
+export interface CelPosition {
+  offset: number;
+  line: number;
+  column: number;
+}
+
+/** Why an expression was refused; `message` already names the position (`line L, column C`). */
+export interface CelCompileError {
+  message: string;
+  position: CelPosition | null;
+}
+
+/** A compiled expression: evaluate it with {@link evaluateExpression}. */
+export interface CelProgram {
+  readonly text: string;
+  /** Whether the expression reads `chain.actions` (the service reads the chain's actions only then). */
+  readonly usesChainActions: boolean;
+  /** The library's planned evaluation function. */
+  readonly run: (bindings: Record<string, unknown>) => unknown;
+}
+
+/** The result of {@link compileExpression}. */
+export type CelCompileResult = { ok: true; program: CelProgram } | { ok: false; error: CelCompileError };
+
+/** The result of {@link evaluateExpression}: the boolean, or why there is none. */
+export type CelEvaluation = { ok: true; value: boolean } | { ok: false; error: string };
+
+/** Compiled `matches` patterns (the library compiles the pattern on every call otherwise). */
+const regexes = new Map<string, RE2JS>();
+/** Patterns the regex cache keeps; the oldest goes first. */
+const REGEX_CACHE_CAPACITY = 1024;
+
+/**
+ * The RE2 engine the library uses for `matches`, memoized by pattern (a cache of a pure
+ * function; a pattern that does not compile throws, which the library turns into an
+ * evaluation error).
+ */
+const cachedRe2 = {
+  compile(pattern: string): { test(text: string): boolean } {
+    let re = regexes.get(pattern);
+    if (re === undefined) {
+      re = RE2JS.compile(pattern);
+      regexes.set(pattern, re);
+      if (regexes.size > REGEX_CACHE_CAPACITY) regexes.delete(regexes.keys().next().value as string);
+    }
+    return re;
+  },
+};
+
+const env = celEnv({ re2: cachedRe2 });
+
+/** 0-based offset → 1-based line and column of `text`. */
+export const positionOf = (text: string, offset: number): CelPosition => {
+  const clamped = Math.max(0, Math.min(offset, text.length));
+  let line = 1;
+  let lineStart = 0;
+  for (let i = 0; i < clamped; i++) {
+    if (text.charCodeAt(i) === 10) {
+      line++;
+      lineStart = i + 1;
+    }
+  }
+  return { offset: clamped, line, column: clamped - lineStart + 1 };
+};
+
+const refused = (text: string, message: string, offset: number | null): CelCompileResult => {
+  const position = offset === null ? null : positionOf(text, offset);
+  return {
+    ok: false,
+    error: {
+      message: position ? `${message} at line ${position.line}, column ${position.column}` : message,
+      position,
+    },
+  };
+};
+
+/** The parts of the library's AST (cel.expr.Expr) the declaration check reads. */
+interface ExprNode {
+  id: bigint;
+  exprKind:
+    | { case: "constExpr" | undefined; value?: unknown }
+    | { case: "identExpr"; value: { name: string } }
+    | { case: "selectExpr"; value: { operand?: ExprNode; field: string; testOnly: boolean } }
+    | { case: "callExpr"; value: { target?: ExprNode; function: string; args: ExprNode[] } }
+    | { case: "listExpr"; value: { elements: ExprNode[] } }
+    | {
+        case: "structExpr";
+        value: {
+          messageName: string;
+          entries: { value?: ExprNode; keyKind: { case: string; value?: unknown } }[];
+        };
+      }
+    | {
+        case: "comprehensionExpr";
+        value: {
+          iterVar: string;
+          iterVar2?: string;
+          iterRange?: ExprNode;
+          accuVar: string;
+          accuInit?: ExprNode;
+          loopCondition?: ExprNode;
+          loopStep?: ExprNode;
+          result?: ExprNode;
+        };
+      };
+}
+
+/** Operators the parser emits as calls that the planner evaluates itself (not in the function list). */
+const BUILTIN_OPERATORS: ReadonlySet<string> = new Set([
+  "_&&_",
+  "_||_",
+  "_?_:_",
+  "_[_]",
+  "_[?_]",
+  "@not_strictly_false",
+  "not_strictly_false",
+]);
+
+/** Type denotations usable as identifiers (`type(x) == int`). */
+const TYPE_NAMES: ReadonlySet<string> = new Set([
+  "int",
+  "uint",
+  "double",
+  "bool",
+  "string",
+  "bytes",
+  "list",
+  "map",
+  "null_type",
+  "type",
+]);
+
+class Refusal extends Error {
+  constructor(
+    message: string,
+    readonly exprId: bigint,
+  ) {
+    super(message);
+  }
+}
+
+/**
+ * The declaration check: every identifier is a declared variable or a comprehension variable in
+ * scope, a field selected directly on a declared map variable is one of its fields, every
+ * function exists, message construction is refused; also counts nodes and comprehension depth.
+ */
+const checkDeclarations = (root: ExprNode): { usesChainActions: boolean } => {
+  let nodes = 0;
+  let usesChainActions = false;
+  const visit = (e: ExprNode | undefined, scope: ReadonlySet<string>, depth: number): void => {
+    if (e === undefined) return;
+    nodes++;
+    if (nodes > CEL_LIMITS.maxNodes) {
+      throw new Refusal(`expression has more than ${CEL_LIMITS.maxNodes} syntax nodes`, e.id);
+    }
+    const k = e.exprKind;
+    switch (k.case) {
+      case "identExpr": {
+        const name = k.value.name;
+        if (!scope.has(name) && !Object.hasOwn(CEL_VARIABLES, name) && !TYPE_NAMES.has(name)) {
+          throw new Refusal(
+            `undeclared reference to '${name}' (variables: ${Object.keys(CEL_VARIABLES).join(", ")})`,
+            e.id,
+          );
+        }
+        return;
+      }
+      case "selectExpr": {
+        const operand = k.value.operand;
+        if (operand?.exprKind.case === "identExpr" && !scope.has(operand.exprKind.value.name)) {
+          const name = operand.exprKind.value.name;
+          const fields = CEL_VARIABLES[name];
+          if (fields === null) {
+            throw new Refusal(`'${name}' is a timestamp and has no field '${k.value.field}'`, e.id);
+          }
+          if (fields !== undefined && !fields.includes(k.value.field)) {
+            throw new Refusal(
+              `'${name}' has no field '${k.value.field}' (fields: ${fields.join(", ")})`,
+              e.id,
+            );
+          }
+          if (name === "chain" && k.value.field === "actions") usesChainActions = true;
+        }
+        visit(operand, scope, depth);
+        return;
+      }
+      case "callExpr": {
+        const fn = k.value.function;
+        if (!BUILTIN_OPERATORS.has(fn) && env.funcs.find(fn) === undefined) {
+          throw new Refusal(`undeclared reference to function '${fn}'`, e.id);
+        }
+        const literal = k.value.args[k.value.target === undefined ? 1 : 0]?.exprKind;
+        if (fn === "matches" && literal?.case === "constExpr") {
+          const constant = literal.value as { constantKind?: { case?: string; value?: unknown } } | undefined;
+          if (constant?.constantKind?.case === "stringValue") {
+            try {
+              cachedRe2.compile(constant.constantKind.value as string);
+            } catch (err) {
+              throw new Refusal(`invalid regular expression: ${(err as Error).message}`, e.id);
+            }
+          }
+        }
+        visit(k.value.target, scope, depth);
+        for (const arg of k.value.args) visit(arg, scope, depth);
+        return;
+      }
+      case "listExpr":
+        for (const el of k.value.elements) visit(el, scope, depth);
+        return;
+      case "structExpr":
+        if (k.value.messageName !== "") {
+          throw new Refusal(`message construction (${k.value.messageName}) is not supported`, e.id);
+        }
+        for (const entry of k.value.entries) {
+          if (entry.keyKind.case === "mapKey") visit(entry.keyKind.value as ExprNode, scope, depth);
+          visit(entry.value, scope, depth);
+        }
+        return;
+      case "comprehensionExpr": {
+        const c = k.value;
+        if (depth + 1 > CEL_LIMITS.maxComprehensionDepth) {
+          throw new Refusal(
+            `a comprehension (all, exists, exists_one, map, filter) inside another one is not allowed`,
+            e.id,
+          );
+        }
+        visit(c.iterRange, scope, depth + 1);
+        visit(c.accuInit, scope, depth);
+        const inner = new Set(scope);
+        inner.add(c.iterVar);
+        if (c.iterVar2) inner.add(c.iterVar2);
+        inner.add(c.accuVar);
+        visit(c.loopCondition, inner, depth + 1);
+        visit(c.loopStep, inner, depth + 1);
+        visit(c.result, new Set([...scope, c.accuVar]), depth);
+        return;
+      }
+      default:
+        return;
+    }
+  };
+  visit(root, new Set(), 0);
+  return { usesChainActions };
+};
+
+/** Expressions compiled so far, by text (the most recently added last). */
+const compiled = new Map<string, CelCompileResult>();
+/** Entries the compile cache keeps; the oldest goes first. */
+const COMPILE_CACHE_CAPACITY = 4096;
+
+const compileUncached = (text: string): CelCompileResult => {
+  if (text.length > CEL_LIMITS.maxLength) {
+    return refused(text, `expression is longer than ${CEL_LIMITS.maxLength} characters`, null);
+  }
+  if (text.trim() === "") return refused(text, "expression is empty", null);
+  let parsed: ReturnType<typeof parse>;
+  try {
+    parsed = parse(text);
+  } catch (err) {
+    const e = err as { rawMessage?: string; message?: string; location?: { start?: { offset?: number } } };
+    const offset = e.location?.start?.offset;
+    return refused(
+      text,
+      `syntax error: ${e.rawMessage ?? e.message ?? String(err)}`,
+      typeof offset === "number" ? offset : null,
+    );
+  }
+  const positions = parsed.sourceInfo?.positions ?? {};
+  let usesChainActions: boolean;
+  try {
+    ({ usesChainActions } = checkDeclarations(parsed.expr as unknown as ExprNode));
+  } catch (err) {
+    if (!(err instanceof Refusal)) throw err;
+    const offset = (positions as Record<string, number>)[String(err.exprId)];
+    return refused(text, err.message, typeof offset === "number" ? offset : null);
+  }
+  let run: CelProgram["run"];
+  try {
+    run = plan(env, parsed) as CelProgram["run"];
+  } catch (err) {
+    return refused(text, `cannot be planned: ${(err as Error).message}`, null);
+  }
+  return { ok: true, program: { text, usesChainActions, run } };
+};
+
+/**
+ * Compiles a custom rule's expression: parses it (the library's parser), checks it against the
+ * declared variables and functions and the {@link CEL_LIMITS}, and plans it. Never throws: a
+ * refused expression gives `{ok: false, error}` whose message names the line and column (1-based)
+ * when the problem has a position. Memoized by text (bounded), so the same text compiles once.
+ */
+export const compileExpression = (text: string): CelCompileResult => {
+  const hit = compiled.get(text);
+  if (hit !== undefined) return hit;
+  const result = compileUncached(text);
+  compiled.set(text, result);
+  if (compiled.size > COMPILE_CACHE_CAPACITY) compiled.delete(compiled.keys().next().value as string);
+  return result;
+};
+
+/** The workload identity as the engine receives it (src/policy/schema.ts WorkloadIdentity). */
+export interface CelIdentityInput {
+  namespace: string;
+  service_account: string;
+  pod_name: string | null;
+  pod_uid: string | null;
+  spiffe_id: string;
+}
+
+/** One action recorded earlier in the chain (ChainState.actions_so_far). */
+export interface CelChainAction {
+  name: string;
+  type: string;
+  agent_name: string;
+}
+
+/** Everything the variables are built from; see the module comment for the CEL names. */
+export interface CelInputs {
+  action: { agent_name: string; action_type: string; action_name: string; payload: unknown };
+  /** Lowercase destination domains of the action (facts.domains). */
+  destinationDomains: readonly string[];
+  identity: CelIdentityInput | null;
+  chain: {
+    event_count: number;
+    financial_exposure_usd: number;
+    started_at_ms: number;
+    actions_so_far?: readonly CelChainAction[];
+  };
+  /** The organization's environment label; undefined when the caller does not supply it. */
+  environment?: string | null;
+  /** The evaluation instant, epoch milliseconds. */
+  nowMs: number;
+}
+
+type CelReady =
+  | ReturnType<typeof celMap>
+  | ReturnType<typeof celList>
+  | string
+  | number
+  | boolean
+  | bigint
+  | null;
+
+/**
+ * A JSON value converted once into the library's values (CelMap, CelList), so that the 50th
+ * rule of an evaluation does not convert the payload again (the library converts plain objects
+ * on every access). Own keys only: a `constructor` or `__proto__` key is an ordinary key.
+ * Values that are not JSON (undefined, functions, symbols) become null.
+ */
+const jsonForCel = (value: unknown): CelReady => {
+  switch (typeof value) {
+    case "string":
+    case "number":
+    case "boolean":
+    case "bigint":
+      return value;
+    case "object":
+      if (value === null) return null;
+      if (Array.isArray(value)) return celList(value.map(jsonForCel));
+      return celMap(
+        new Map(Object.keys(value).map((key) => [key, jsonForCel((value as Record<string, unknown>)[key])])),
+      );
+    default:
+      return null;
+  }
+};
+
+/** A map variable (declared fields only) in the library's form. */
+const record = (fields: Record<string, CelReady | ReturnType<typeof timestampFromMs>>) =>
+  celMap(new Map(Object.entries(fields)) as Map<string, CelReady>);
+
+/**
+ * The CEL variables of one evaluation (build once, pass to every rule's
+ * {@link evaluateExpression}). `chain.actions` and `org.environment` are left out when not
+ * supplied, so an expression that reads them fails closed instead of seeing an empty value.
+ */
+export const celBindings = (inputs: CelInputs): Record<string, unknown> => {
+  const { action, identity, chain } = inputs;
+  const chainVars: Record<string, CelReady> = {
+    eventCount: BigInt(Math.trunc(chain.event_count)),
+    financialExposureUsd: chain.financial_exposure_usd,
+    ageSeconds: (inputs.nowMs - chain.started_at_ms) / 1000,
+  };
+  if (chain.actions_so_far !== undefined) {
+    chainVars.actions = celList(
+      chain.actions_so_far.map((a) => record({ name: a.name, type: a.type, agentName: a.agent_name })),
+    );
+  }
+  return {
+    action: record({
+      agentName: action.agent_name,
+      type: action.action_type,
+      name: action.action_name,
+      payload: jsonForCel(action.payload ?? {}),
+      destinationDomains: celList([...inputs.destinationDomains]),
+    }),
+    identity:
+      identity === null
+        ? null
+        : record({
+            namespace: identity.namespace,
+            serviceAccount: `${identity.namespace}/${identity.service_account}`,
+            spiffeId: identity.spiffe_id,
+            podName: identity.pod_name,
+            podUid: identity.pod_uid,
+          }),
+    chain: record(chainVars),
+    org: record(inputs.environment == null ? {} : { environment: inputs.environment }),
+    now: timestampFromMs(inputs.nowMs),
+  };
+};
+
+/**
+ * Evaluates a compiled expression against {@link celBindings}. Never throws: an evaluation
+ * error (a missing field or key, no matching overload, division by zero, a non-JSON value, …)
+ * and a result that is not a bool give `{ok: false, error}`; the engine fails closed on them.
+ */
+export const evaluateExpression = (program: CelProgram, bindings: Record<string, unknown>): CelEvaluation => {
+  let value: unknown;
+  try {
+    value = program.run(bindings);
+  } catch (err) {
+    return { ok: false, error: err instanceof Error ? err.message : String(err) };
+  }
+  if (isCelError(value)) return { ok: false, error: value.message };
+  if (typeof value !== "boolean") {
+    return { ok: false, error: `the expression gave ${describe(value)}, not a bool` };
+  }
+  return { ok: true, value };
+};
+
+const describe = (value: unknown): string => {
+  if (value === null) return "null";
+  if (typeof value === "bigint") return `int ${value}`;
+  if (typeof value === "number") return `double ${value}`;
+  if (typeof value === "string") return "a string";
+  return "a value of another type";
+};
