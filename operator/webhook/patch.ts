@@ -435,7 +435,9 @@ export function credentialVolumes(upstreams: unknown): CredentialVolumes {
     const upstream = (u as { name?: unknown }).name;
     const secretName = (credentials as { secretName?: unknown } | null)?.secretName;
     if (typeof upstream !== "string" || !UPSTREAM_NAME.test(upstream)) {
-      return { error: `upstreams[${i}].name: must be letters, digits, '_', '.', '-' (1-63) when credentials are set` };
+      return {
+        error: `upstreams[${i}].name: must be letters, digits, '_', '.', '-' (1-63) when credentials are set`,
+      };
     }
     if (typeof secretName !== "string" || secretName.length > 253 || !SECRET_NAME.test(secretName)) {
       return { error: `upstreams[${i}].credentials.secretName: must name a Secret in the pod's namespace` };
