@@ -34,7 +34,8 @@ export default defineConfig({
           name: "service-pglite",
           include: serviceSuites,
           // Several service processes on one database need PostgreSQL (LISTEN/NOTIFY).
-          exclude: ["test/service/approval-wait-replicas.test.ts"],
+          // backup-restore: pg_dump / pg_restore of the real PostgreSQL cluster.
+          exclude: ["test/service/approval-wait-replicas.test.ts", "test/service/backup-restore.test.ts"],
           env: { TOLLGATE_TEST_DB: "pglite" },
           testTimeout: 30_000,
           hookTimeout: 120_000,

@@ -10,6 +10,7 @@
  *   grpc.md                    proto/tollgate/v1/gateway.proto (protobufjs)
  *   crds.md                    crds/*.yaml
  *   chart-values.md            charts/tollgate/values.schema.json + values.yaml
+ *   alerts.md                  charts/tollgate/files/alerts.yaml (the alerting rules)
  *   configuration.md           the zod schemas of the service, the sidecar and the operator
  *   errors.md                  src/contract/v1/errors.ts and sidecar/errors.ts
  *   typescript-sdk/            TypeDoc + typedoc-plugin-markdown over src/sdk's package entries
@@ -20,6 +21,7 @@ import { spawnSync } from "node:child_process";
 import { mkdirSync, rmSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
+import { alertsMarkdown } from "./docs/alerts.js";
 import { chartMarkdown } from "./docs/chart.js";
 import { configMarkdown } from "./docs/config.js";
 import { crdsMarkdown } from "./docs/crds.js";
@@ -37,6 +39,7 @@ export const GENERATED = [
   "grpc.md",
   "crds.md",
   "chart-values.md",
+  "alerts.md",
   "configuration.md",
   "errors.md",
   "typescript-sdk",
@@ -84,6 +87,7 @@ export async function generate(bin: string): Promise<void> {
   await timed("chart values", () =>
     write("chart-values.md", chartMarkdown(path.join(root, "charts/tollgate"))),
   );
+  await timed("alerts from the chart's rule file", () => write("alerts.md", alertsMarkdown(root)));
   await timed("configuration from the zod schemas", () => write("configuration.md", configMarkdown(root)));
   await timed("error codes", () => write("errors.md", errorsMarkdown(root)));
   await timed("TypeScript SDK (TypeDoc)", () =>

@@ -21,6 +21,7 @@ import { hash } from "node:crypto";
 import { performance } from "node:perf_hooks";
 import canonicalize from "canonicalize";
 import {
+  BackendUnavailableError,
   Chain,
   type ChainConfig,
   type CompleteResult,
@@ -420,16 +421,24 @@ export class Governor {
         if (held.pending) throw approvalPendingError(held);
         this.#drop(entry, held, "another call of the chain came first");
       }
-      const decision = await entry.chain.recordAgentAction(
-        {
-          agentName: input.agentName,
-          actionType: input.actionType,
-          actionName: input.actionName,
-          payload: input.payload,
-          parentAgentName: input.parentAgentName,
-        },
-        { signal, awaitApproval: false },
-      );
+      const decision = await entry.chain
+        .recordAgentAction(
+          {
+            agentName: input.agentName,
+            actionType: input.actionType,
+            actionName: input.actionName,
+            payload: input.payload,
+            parentAgentName: input.parentAgentName,
+          },
+          { signal, awaitApproval: false },
+        )
+        .catch((err: unknown) => {
+          // The SDK names the fail_modes key only when a deny fail mode refused the action.
+          if (err instanceof BackendUnavailableError && err.failModeKey !== null)
+            this.#metrics.failModes.inc({ mode: "deny" });
+          throw err;
+        });
+      if (decision.decision_source === "fail_mode") this.#metrics.failModes.inc({ mode: "allow" });
       if (decision.policy_decision === "require_approval")
         return this.#startWait(entry, input, key, decision);
       this.#metrics.decisionDuration.observe((performance.now() - started) / 1000);

@@ -93,6 +93,12 @@ export function createMetrics(opts: { defaultMetrics?: boolean } = {}) {
       buckets: [1, 5, 15, 30, 60, 300, 900, 3600, 14400, 86400],
       registers: [registry],
     }),
+    failModes: new Counter({
+      name: "tollgate_sidecar_fail_mode_total",
+      help: "Actions the service could not evaluate (unreachable) decided by the configured fail mode instead, by mode (allow: forwarded unrecorded; deny: refused).",
+      labelNames: ["mode"] as const,
+      registers: [registry],
+    }),
     errors: new Counter({
       name: "tollgate_sidecar_errors_total",
       help: "Errors by kind: backend (service unreachable), upstream, outcome_report, internal.",

@@ -90,7 +90,7 @@ export async function buildService(opts: ServiceOptions): Promise<Service> {
     apiKeys: new ApiKeyCache(),
     signingKeys: new SigningKeys(opts.db, opts.masterKey, clock),
     approvalWaiters: new ApprovalWaiters(),
-    metrics: createMetrics(opts.db, { defaultMetrics: opts.defaultMetrics }),
+    metrics: createMetrics(opts.db, { defaultMetrics: opts.defaultMetrics, clock }),
     receiptHmacKey: deriveKey(opts.masterKey, "receipt-hmac"),
     linkKey: deriveKey(opts.masterKey, "approval-links"),
     masterKey: opts.masterKey,

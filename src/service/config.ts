@@ -114,6 +114,7 @@ const help = `Environment:
   OIDC_CLIENT_ID, OIDC_CLIENT_SECRET[_FILE]  registered client (secret optional: public client with PKCE)
   OIDC_REDIRECT_URL            default TOLLGATE_PUBLIC_URL/auth/callback
   OIDC_SCOPES                  default "openid email profile"
+  OIDC_ALLOW_INSECURE_HTTP=true  DEVELOPMENT ONLY: allow a plain http:// OIDC_ISSUER_URL (refused otherwise)
   TOLLGATE_DEV_OIDC=true       DEVELOPMENT ONLY: embedded OpenID provider at /dev-oidc, no passwords
   TOLLGATE_DEV_OIDC_USERS      extra e-mail addresses listed on the development sign-in page`;
 

@@ -4,10 +4,16 @@
  */
 import { Counter, Gauge, Histogram, Registry } from "prom-client";
 import { collectConformingDefaultMetrics, registerBuildInfo } from "../metrics/default-metrics.js";
+import { type Clock, systemClock } from "./clock.js";
 import type { Database } from "./db/pool.js";
 
-/** The service's metrics. Label values are bounded enums, never identifiers or secrets. */
-export function createMetrics(db: Database, opts: { defaultMetrics?: boolean } = {}) {
+/**
+ * The service's metrics. Label values are bounded enums, never identifiers or secrets.
+ * `clock` (default: the wall clock) is "now" for the age gauges, read at scrape time from the
+ * database; the alert rules (charts/tollgate/files/alerts.yaml) are built on them.
+ */
+export function createMetrics(db: Database, opts: { defaultMetrics?: boolean; clock?: Clock } = {}) {
+  const clock = opts.clock ?? systemClock;
   const registry = new Registry();
   if (opts.defaultMetrics ?? true) collectConformingDefaultMetrics(registry);
   registerBuildInfo(registry, "service");
@@ -63,6 +69,11 @@ export function createMetrics(db: Database, opts: { defaultMetrics?: boolean } =
       labelNames: ["result"] as const,
       registers: [registry],
     }),
+    receiptFailures: new Counter({
+      name: "tollgate_receipt_failures_total",
+      help: "Chain completions that failed with a server error: the receipt was not built, signed or stored.",
+      registers: [registry],
+    }),
     legacyRoutes: new Counter({
       name: "tollgate_legacy_route_requests_total",
       help: "Requests to legacy compatibility routes, by route (telemetry required before removal).",
@@ -86,6 +97,54 @@ export function createMetrics(db: Database, opts: { defaultMetrics?: boolean } =
     async collect() {
       const { rows } = await db.query(
         "SELECT count(*)::int AS n FROM outbox WHERE sent_at IS NULL AND dropped_at IS NULL",
+      );
+      this.set(rows[0]?.n ?? 0);
+    },
+  });
+  /** Seconds from `t` (a timestamptz, or null when there is none) to now; 0 without one. */
+  const ageSeconds = (t: Date | string | null | undefined) =>
+    t ? Math.max(0, (clock.nowMs() - new Date(t).getTime()) / 1000) : 0;
+  new Gauge({
+    name: "tollgate_approvals_oldest_pending_age_seconds",
+    help: "Age of the oldest approval waiting for a human decision, in seconds (0 when none waits).",
+    registers: [registry],
+    async collect() {
+      const { rows } = await db.query(
+        "SELECT min(requested_at) AS t FROM approvals WHERE status = 'pending'",
+      );
+      this.set(ageSeconds(rows[0]?.t));
+    },
+  });
+  new Gauge({
+    name: "tollgate_outbox_oldest_pending_age_seconds",
+    help: "Age of the oldest notification in the outbox not yet delivered nor dropped, in seconds (0 when none).",
+    registers: [registry],
+    async collect() {
+      const { rows } = await db.query(
+        "SELECT min(created_at) AS t FROM outbox WHERE sent_at IS NULL AND dropped_at IS NULL",
+      );
+      this.set(ageSeconds(rows[0]?.t));
+    },
+  });
+  new Gauge({
+    name: "tollgate_jobs_overdue_seconds",
+    help: "How long the most overdue durable job (approval timeout, escalation) has been due and not run, in seconds (0 when none is due).",
+    registers: [registry],
+    async collect() {
+      const { rows } = await db.query(
+        "SELECT min(run_at) AS t FROM jobs WHERE done_at IS NULL AND run_at <= $1",
+        [new Date(clock.nowMs())],
+      );
+      this.set(ageSeconds(rows[0]?.t));
+    },
+  });
+  new Gauge({
+    name: "tollgate_jobs_failing",
+    help: "Durable jobs not done whose last attempt failed (they are retried with backoff).",
+    registers: [registry],
+    async collect() {
+      const { rows } = await db.query(
+        "SELECT count(*)::int AS n FROM jobs WHERE done_at IS NULL AND last_error IS NOT NULL",
       );
       this.set(rows[0]?.n ?? 0);
     },

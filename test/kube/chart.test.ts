@@ -9,7 +9,8 @@
  * value → operator environment → operator/config.ts → the patch builder) and its PodMonitor.
  */
 import { spawn } from "node:child_process";
-import { readdirSync, readFileSync } from "node:fs";
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { parseAllDocuments, parse as parseYaml } from "yaml";
@@ -29,6 +30,7 @@ import {
 } from "../../operator/webhook/patch.js";
 import { type ControlPlane, startControlPlane } from "../support/controlplane.js";
 import { kubectl } from "../support/kubectl.js";
+import { promtool } from "../support/promtool.js";
 
 const root = path.resolve(import.meta.dirname, "../..");
 const chart = path.join(root, "charts/tollgate");
@@ -497,6 +499,49 @@ describe("charts/tollgate", () => {
     ]) {
       expect(exprs).toContain(metric);
     }
+  });
+
+  it("alerts: off by default; on, the PrometheusRule ships files/alerts.yaml unchanged minus alerts.disabled, plus ruleLabels", async () => {
+    const plain = await render();
+    expect(plain.objs.some((o) => o.kind === "PrometheusRule")).toBe(false);
+
+    const file = parseYaml(readFileSync(path.join(chart, "files/alerts.yaml"), "utf8")) as Obj;
+    const { objs } = await render([
+      "alerts.enabled=true",
+      "alerts.labels.release=prometheus",
+      "alerts.ruleLabels.team=platform",
+      "alerts.ruleLabels.severity=page",
+      "alerts.disabled={TollgateMailOutboxBehind,TollgateWebhookSlow}",
+    ]);
+    const rule = find(objs, "PrometheusRule", FULL);
+    expect(rule.apiVersion).toBe("monitoring.coreos.com/v1");
+    expect(rule.metadata.namespace).toBe(NS);
+    expect(rule.metadata.labels.release).toBe("prometheus");
+    const wanted = file.groups.map((g: Obj) => ({
+      name: g.name,
+      rules: g.rules
+        .filter((r: Obj) => !["TollgateMailOutboxBehind", "TollgateWebhookSlow"].includes(r.alert))
+        .map((r: Obj) => ({ ...r, labels: { ...r.labels, team: "platform", severity: "page" } })),
+    }));
+    expect(rule.spec.groups).toEqual(wanted);
+    // Prometheus's templates in the annotations pass through Helm untouched.
+    expect(JSON.stringify(rule.spec)).toContain("{{ $labels.pod }}");
+    // The rendered groups are a valid rule file.
+    const dir = mkdtempSync(path.join(tmpdir(), "tollgate-chart-rules-"));
+    try {
+      writeFileSync(path.join(dir, "rules.json"), JSON.stringify({ groups: rule.spec.groups }));
+      const check = promtool(["check", "rules", path.join(dir, "rules.json")]);
+      expect(check.code, check.output).toBe(0);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+
+    const noOperator = await render(["alerts.enabled=true", "operator.enabled=false"]);
+    const groups = find(noOperator.objs, "PrometheusRule", FULL).spec.groups.map((g: Obj) => g.name);
+    expect(groups).toEqual(["tollgate-service", "tollgate-sidecar"]);
+
+    const bad = await helm(["template", RELEASE, chart, "-n", NS, "--set", "alerts.disabled={NoSuchThing}"]);
+    expect(bad.code).not.toBe(0);
   });
 
   it("agrees with the Dockerfile: commands, the sidecar stage, the non-root user", async () => {

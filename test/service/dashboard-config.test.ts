@@ -94,6 +94,7 @@ describe("OIDC settings", () => {
       redirectUrl: null,
       scopes: "openid email profile",
       dev: null,
+      allowInsecureHttp: false,
     });
     expect(JSON.stringify(describeConfig(c))).not.toContain("client-secret-value");
   });
@@ -114,6 +115,26 @@ describe("OIDC settings", () => {
       await issuesOf({ TOLLGATE_DEV_OIDC: "true", TOLLGATE_DEV_OIDC_USERS: "not-an-address" }),
     ).toContain("TOLLGATE_DEV_OIDC_USERS");
     expect(await issuesOf({ TOLLGATE_DEV_OIDC: "yes" })).toContain("TOLLGATE_DEV_OIDC");
+  });
+
+  it("refuses a plain http:// issuer unless OIDC_ALLOW_INSECURE_HTTP=true, which production refuses", async () => {
+    const http = { OIDC_ISSUER_URL: "http://dex.local:5556/dex", OIDC_CLIENT_ID: "tollgate" };
+    expect(await issuesOf(http)).toContain(
+      "OIDC_ISSUER_URL: plain http:// is refused (the client secret, codes and tokens would travel unencrypted); use https://, or set OIDC_ALLOW_INSECURE_HTTP=true for development",
+    );
+    const allowed = await load({ ...http, OIDC_ALLOW_INSECURE_HTTP: "true" });
+    expect(allowed.oidc).toMatchObject({ issuerUrl: http.OIDC_ISSUER_URL, allowInsecureHttp: true });
+    expect(await issuesOf({ ...http, OIDC_ALLOW_INSECURE_HTTP: "true", NODE_ENV: "production" })).toBe(
+      "OIDC_ALLOW_INSECURE_HTTP: refused when NODE_ENV=production",
+    );
+    expect(await issuesOf({ ...http, OIDC_ALLOW_INSECURE_HTTP: "maybe" })).toContain(
+      "OIDC_ALLOW_INSECURE_HTTP",
+    );
+    // https needs no flag; the development provider implies it (its issuer is the public URL).
+    const https = await load({ ...http, OIDC_ISSUER_URL: "https://dex.example.com" });
+    expect(https.oidc).toMatchObject({ issuerUrl: "https://dex.example.com", allowInsecureHttp: false });
+    const dev = await load({ TOLLGATE_DEV_OIDC: "true" });
+    expect(dev.oidc?.allowInsecureHttp).toBe(true);
   });
 
   it("names the variable of every invalid setting", async () => {

@@ -189,6 +189,8 @@ beforeAll(async () => {
       redirectUrl: null,
       scopes: "openid email profile tollgate",
       dev: null,
+      // The test provider (oidc-provider) serves plain http on loopback: development only.
+      allowInsecureHttp: true,
     },
   });
   await service.app.ready();
@@ -223,6 +225,40 @@ const sessionRoles = async (token: string) =>
   ).rows[0];
 
 describe("sign-in with an external OpenID provider", () => {
+  it("refuses the same plain http:// issuer without allowInsecureHttp (OIDC_ALLOW_INSECURE_HTTP)", async () => {
+    const database = await freshDatabase();
+    try {
+      const build = async () => {
+        const s = await buildService({
+          db: database.db,
+          masterKey: randomBytes(32),
+          adminToken: `tga_${randomBytes(32).toString("base64url")}`,
+          publicUrl: PUBLIC_URL,
+          clock: new ManualClock(),
+          schedulerIntervalMs: 0,
+          defaultMetrics: false,
+          oidc: {
+            issuerUrl: issuer,
+            clientId: "tollgate-dashboard",
+            clientSecret: CLIENT_SECRET,
+            redirectUrl: null,
+            scopes: "openid email profile tollgate",
+            dev: null,
+            allowInsecureHttp: false,
+          },
+        });
+        try {
+          await s.app.ready();
+        } finally {
+          await s.close();
+        }
+      };
+      await expect(build()).rejects.toThrow(/plain http:\/\/ is refused.*OIDC_ALLOW_INSECURE_HTTP=true/);
+    } finally {
+      await database.close();
+    }
+  });
+
   it("signs a member in with roles from the membership table and a secure session cookie", async () => {
     const r = await signInAs({ email: "Alice@Acme.test" }, { returnTo: "/dashboard/settings/team" });
     expect(r.statusCode, r.body).toBe(303);

@@ -72,5 +72,9 @@ describe("sidecar fail modes with the service stopped", () => {
     );
     expect(text).toMatch(/tollgate_sidecar_invocations_total\{decision="allow_with_flag",surface="grpc"\} 2/);
     expect(text).toMatch(/tollgate_sidecar_errors_total\{kind="backend"\} [1-9]/);
+    // What the alerts TollgateSidecarFailOpen / FailClosed watch: the two flagged allows and the
+    // one refusal; the refused OpenChain is not a fail mode (no action was decided).
+    expect(text).toMatch(/^tollgate_sidecar_fail_mode_total\{mode="allow"\} 2$/m);
+    expect(text).toMatch(/^tollgate_sidecar_fail_mode_total\{mode="deny"\} 1$/m);
   });
 });

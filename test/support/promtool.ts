@@ -30,6 +30,29 @@ export function promtoolCheckMetrics(exposition: string): PromtoolResult {
   return { code: r.status ?? -1, problems };
 }
 
+/**
+ * Runs `promtool <args>` (e.g. `check rules FILE`, `test rules FILE`) and returns its exit code
+ * and output. Throws when promtool is not installed (with `env`, on that environment's PATH):
+ * a rules test without promtool must fail, not pass silently.
+ */
+export function promtool(
+  args: string[],
+  opts: { cwd?: string; env?: NodeJS.ProcessEnv } = {},
+): { code: number; output: string } {
+  const r = spawnSync("promtool", args, {
+    encoding: "utf8",
+    timeout: 60_000,
+    cwd: opts.cwd,
+    env: opts.env ?? process.env,
+  });
+  if (r.error) {
+    throw new Error(
+      `promtool is required (apt-get install -y prometheus; .ci/run installs it): ${r.error.message}`,
+    );
+  }
+  return { code: r.status ?? -1, output: `${r.stdout}\n${r.stderr}` };
+}
+
 /** Fetches a /metrics URL and returns the exposition text (throws on a non-200). */
 export async function scrape(url: string): Promise<string> {
   const res = await fetch(url);

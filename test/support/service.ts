@@ -17,6 +17,8 @@ export interface TestService {
   adminToken: string;
   /** Base URL when started with listen: true. */
   url: string;
+  /** Connection string of the test database (real PostgreSQL only; undefined on PGlite). */
+  databaseUrl: string | undefined;
   /** Calls the API in-process; `token` is a bearer secret (default: none). */
   call(
     method: string,
@@ -64,6 +66,7 @@ export async function startTestService(
     clock,
     adminToken,
     url,
+    databaseUrl: database.url,
     call,
     async bootstrapOrg(slug, spec = {}) {
       const org = await call("PUT", `/v1/admin/organizations/${slug}`, { token: adminToken, body: spec });

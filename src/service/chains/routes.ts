@@ -193,6 +193,11 @@ export const chainRoutes: FastifyPluginAsyncZod<ChainRouteDeps> = async (app, de
             keys: deps.signingKeys,
             configs: deps.configs,
             approvalWaiters: deps.approvalWaiters,
+          }).catch((err: unknown) => {
+            // A server fault here means no receipt was built, signed or stored (alert
+            // TollgateReceiptFailures); 4xx (unknown or already completed chain) are the caller's.
+            if (serverFault(err)) deps.metrics.receiptFailures.inc();
+            throw err;
           });
           setAttributes(span, () => ({
             [Attr.receiptId]: r.receipt_id,

@@ -34,15 +34,27 @@ export class SignInError extends Error {
   }
 }
 
+const isPlainHttp = (url: string) => new URL(url).protocol === "http:";
+
 /** One relying party for one resolved configuration. */
 export class OidcClient {
   private config: Promise<oidc.Configuration> | null = null;
 
-  /** `fetch` replaces the HTTP client towards the provider (the development loopback). */
+  /**
+   * `fetch` replaces the HTTP client towards the provider (the development loopback).
+   * @throws Error when the issuer is plain `http://` and `settings.allowInsecureHttp` is false
+   *   (OIDC_ALLOW_INSECURE_HTTP; the configuration refuses it first, naming the variable).
+   */
   constructor(
     private readonly settings: ResolvedOidc,
     private readonly opts: { fetch?: oidc.CustomFetch } = {},
-  ) {}
+  ) {
+    if (isPlainHttp(settings.issuerUrl) && !settings.allowInsecureHttp) {
+      throw new Error(
+        "OIDC issuer: plain http:// is refused; use https://, or set OIDC_ALLOW_INSECURE_HTTP=true for development",
+      );
+    }
+  }
 
   /** The resolved settings (no secret is ever printed from here). */
   get issuer(): string {
@@ -52,7 +64,8 @@ export class OidcClient {
   private configuration(): Promise<oidc.Configuration> {
     if (!this.config) {
       const s = this.settings;
-      const insecure = new URL(s.issuerUrl).protocol === "http:";
+      // Only reachable with allowInsecureHttp (the constructor refuses it otherwise).
+      const insecure = isPlainHttp(s.issuerUrl) && s.allowInsecureHttp;
       this.config = oidc
         .discovery(
           new URL(s.issuerUrl),

@@ -25,6 +25,12 @@ export interface OidcConfig {
   scopes: string;
   /** The embedded development provider, or null when it is off (the default). */
   dev: { users: string[] } | null;
+  /**
+   * DEVELOPMENT ONLY (OIDC_ALLOW_INSECURE_HTTP): lets `issuerUrl` be plain `http://`. Off, an
+   * http issuer is refused: discovery, the code exchange (with the client secret) and the tokens
+   * would travel unencrypted.
+   */
+  allowInsecureHttp: boolean;
 }
 
 /** The OIDC client parameters in effect once the public URL is known. */
@@ -35,6 +41,8 @@ export interface ResolvedOidc {
   redirectUrl: string;
   scopes: string;
   dev: boolean;
+  /** Plain http:// to the issuer is allowed: OIDC_ALLOW_INSECURE_HTTP, or the development provider. */
+  allowInsecureHttp: boolean;
 }
 
 /** Secret of the development client, derived from the master key (stable across restarts). */
@@ -51,6 +59,7 @@ export function resolveOidc(c: OidcConfig, publicUrl: string, masterKey: Buffer)
     redirectUrl: c.redirectUrl ?? `${base}/auth/callback`,
     scopes: c.scopes,
     dev: c.dev !== null,
+    allowInsecureHttp: c.dev !== null || c.allowInsecureHttp,
   };
 }
 
@@ -67,6 +76,7 @@ export const OidcEnvSchema = z.object({
     .string()
     .regex(/(^|\s)openid(\s|$)/, "must contain openid")
     .default("openid email profile"),
+  OIDC_ALLOW_INSECURE_HTTP: boolText.default(false),
   TOLLGATE_DEV_OIDC: boolText.default(false),
   TOLLGATE_DEV_OIDC_USERS: z
     .string()
@@ -101,6 +111,7 @@ export async function oidcFromEnv(
       redirectUrl: e.OIDC_REDIRECT_URL ?? null,
       scopes: e.OIDC_SCOPES,
       dev: { users: e.TOLLGATE_DEV_OIDC_USERS },
+      allowInsecureHttp: true,
     };
   }
   if (!e.OIDC_ISSUER_URL) {
@@ -110,6 +121,15 @@ export async function oidcFromEnv(
     return undefined;
   }
   if (!e.OIDC_CLIENT_ID) issues.push("OIDC_CLIENT_ID: required with OIDC_ISSUER_URL");
+  const plainHttp = new URL(e.OIDC_ISSUER_URL).protocol === "http:";
+  if (plainHttp && !e.OIDC_ALLOW_INSECURE_HTTP) {
+    issues.push(
+      "OIDC_ISSUER_URL: plain http:// is refused (the client secret, codes and tokens would travel unencrypted); use https://, or set OIDC_ALLOW_INSECURE_HTTP=true for development",
+    );
+  }
+  if (e.OIDC_ALLOW_INSECURE_HTTP && e.NODE_ENV === "production") {
+    issues.push("OIDC_ALLOW_INSECURE_HTTP: refused when NODE_ENV=production");
+  }
   if (e.OIDC_CLIENT_SECRET && e.OIDC_CLIENT_SECRET_FILE) {
     issues.push("OIDC_CLIENT_SECRET_FILE: set either OIDC_CLIENT_SECRET or OIDC_CLIENT_SECRET_FILE");
   }
@@ -123,5 +143,6 @@ export async function oidcFromEnv(
     redirectUrl: e.OIDC_REDIRECT_URL ?? null,
     scopes: e.OIDC_SCOPES,
     dev: null,
+    allowInsecureHttp: e.OIDC_ALLOW_INSECURE_HTTP,
   };
 }

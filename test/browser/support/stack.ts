@@ -83,6 +83,7 @@ export async function startStack(): Promise<Stack> {
       redirectUrl: null,
       scopes: "openid email profile",
       dev: { users: [] },
+      allowInsecureHttp: false, // the development provider allows http on its own
     },
   });
   await service.app.listen({ port, host: "127.0.0.1" });
