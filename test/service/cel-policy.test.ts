@@ -135,13 +135,17 @@ describe("CEL custom rules through the API", () => {
     });
     expect(large.approval_id).not.toBeNull();
 
-    const other = await newChain();
-    for (let i = 0; i < 3; i++)
-      expect((await record(other, { action_name: "read" })).policy_decision).toBe("allow");
-    expect(await record(other, { action_name: "export" })).toMatchObject({
-      policy_decision: "deny",
-      policy_name: "no-long-chains",
+    const deploy = await newChain({
+      custom_rules: [
+        {
+          name: "production-only-deploys",
+          match: { action_name: "deploy" },
+          expression: 'org.environment != "production"',
+          outcome: "deny",
+        },
+      ],
     });
+    expect((await record(deploy, { action_name: "deploy" })).policy_decision).toBe("allow");
   });
 
   it("an expression that fails at evaluation fails closed, require_approval or deny as configured", async () => {

@@ -15,6 +15,7 @@ import { redactText, sanitizePayload } from "../../policy/sanitize.js";
 import {
   type Action,
   type ActiveException,
+  configUsesChainActions,
   PolicyConfigPatchSchema,
   type PolicyDecision,
   type WorkloadIdentity,
@@ -28,7 +29,14 @@ import { type OrgConfigCache, orgById, orgState } from "../orgs/orgs.js";
 import { advanceChain, advanceOf } from "./counters.js";
 import type { RecordBatcher } from "./record-batch.js";
 import type { CachedChain, ChainSnapshotCache } from "./snapshot-cache.js";
-import { type ChainRow, type GuardedWrite, insertChain, readChainSnapshot, writeEvents } from "./store.js";
+import {
+  type ChainRow,
+  chainActionSummaries,
+  type GuardedWrite,
+  insertChain,
+  readChainSnapshot,
+  writeEvents,
+} from "./store.js";
 import { type ChainBody, chainView } from "./views.js";
 
 /** Server-side sanitization limit of payload strings (spec: "Limits", payload sanitization defaults). */
@@ -109,6 +117,8 @@ async function evaluateAction(
       total_tokens: chain.total_tokens,
       financial_exposure_usd: chain.financial_exposure_usd,
       agents_with_external_communication: chain.external_comm_agents,
+      // One more read, only for policies whose expressions look at the chain's earlier actions.
+      ...(configUsesChainActions(config) && { actions_so_far: await chainActionSummaries(q, chain.id) }),
     },
     action,
     exceptions: [] as ActiveException[],

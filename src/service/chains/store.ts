@@ -6,7 +6,7 @@
  */
 import type { ChainEventSchema, WireOf } from "../../contract/v1/chains.js";
 import type { ChainLifecycle, EventOutcome } from "../../contract/v1/wire.js";
-import type { PolicyDecision, WorkloadIdentity } from "../../policy/schema.js";
+import type { ChainActionSummary, PolicyDecision, WorkloadIdentity } from "../../policy/schema.js";
 import type { PreparedStatement, Queryable } from "../db/pool.js";
 import { notFound, unauthorized } from "../errors.js";
 import type { Organization } from "../orgs/orgs.js";
@@ -297,6 +297,19 @@ export async function addApprovedMetrics(
     delta.domains,
     agentName,
   ]);
+}
+
+/**
+ * The chain's recorded actions in sequence order, whatever their decision, as CEL's
+ * `chain.actions` sees them (policy ChainState.actions_so_far). Read only when a custom rule's
+ * expression reads `chain.actions` (policy configUsesChainActions).
+ */
+export async function chainActionSummaries(q: Queryable, chainId: string): Promise<ChainActionSummary[]> {
+  const { rows } = await q.query<ChainActionSummary>(
+    "SELECT action_name AS name, action_type AS type, agent_name FROM chain_events WHERE chain_id = $1 ORDER BY sequence",
+    [chainId],
+  );
+  return rows;
 }
 
 /** Events of a chain in order, as the API returns them. */

@@ -327,6 +327,7 @@ export async function upsertMember(
 export const orgState = (o: Organization): OrgState => ({
   kill_switch: { active: o.kill_switch_active, reason: o.kill_switch_reason },
   pause: { active: o.paused, reason: o.pause_reason },
+  environment: o.environment,
 });
 
 interface CompiledOrgConfig {
