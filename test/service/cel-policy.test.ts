@@ -135,6 +135,34 @@ describe("CEL custom rules through the API", () => {
     });
     expect(large.approval_id).not.toBeNull();
 
+    const other = await newChain();
+    for (let i = 0; i < 3; i++)
+      expect((await record(other, { action_name: "read" })).policy_decision).toBe("allow");
+    expect(await record(other, { action_name: "export" })).toMatchObject({
+      policy_decision: "deny",
+      policy_name: "no-long-chains",
+    });
+  });
+
+  it("chain history and the organization's environment reach expressions (chain.actions, org.environment)", async () => {
+    // The chains' own policy_config carries the rules, so the organization's stay as they are.
+    const chain = await newChain({
+      custom_rules: [
+        {
+          name: "no-email-after-customer-read",
+          expression: 'chain.actions.exists(a, a.name == "read_customer") && action.name == "send_email"',
+          outcome: "require_approval",
+          reason: "Sending e-mail after reading customer data needs a human",
+        },
+      ],
+    });
+    expect((await record(chain, { action_name: "send_email" })).policy_decision).toBe("allow");
+    expect((await record(chain, { action_name: "read_customer" })).policy_decision).toBe("allow");
+    expect(await record(chain, { action_name: "send_email" })).toMatchObject({
+      policy_decision: "require_approval",
+      policy_name: "no-email-after-customer-read",
+    });
+    // An unfilled variable would fail closed (require_approval): allow shows it was filled.
     const deploy = await newChain({
       custom_rules: [
         {
