@@ -20,6 +20,7 @@ import { readFile } from "node:fs/promises";
 import { Command, CommanderError } from "commander";
 import { VERSION } from "../version.js";
 import { formatReport } from "./format.js";
+import { formatPolicyTestReport, PolicyTestInputError, runPolicyTests } from "./policy-test.js";
 import { ExportInputError, importJwks, type KeysSource, parseExport, verifyExport } from "./verify-export.js";
 
 /** Exit codes of the CLI. */
@@ -145,6 +146,20 @@ export async function main(argv: string[], io: Io = defaultIo): Promise<ExitCode
     .action(async (file: string, opts: VerifyOptions) => {
       code = await verifyCommand(file, opts, io);
     });
+  program
+    .command("policy")
+    .description("policy tools")
+    .command("test")
+    .description(
+      "decide the cases of <dir>/*.tollgate-test.yaml against the GovernancePolicy resources of <dir>, offline; exit 0 all pass, 1 a case failed, 2 a bad file",
+    )
+    .argument("<dir>", "directory with GovernancePolicy YAML files and *.tollgate-test.yaml fixtures")
+    .option("--json", "print the report as JSON")
+    .action(async (dir: string, opts: { json?: boolean }) => {
+      const report = await runPolicyTests(dir);
+      io.stdout(opts.json ? `${JSON.stringify(report, null, 2)}\n` : formatPolicyTestReport(report));
+      code = report.failed === 0 ? ExitCode.valid : ExitCode.invalid;
+    });
   try {
     if (argv.length === 0) {
       io.stderr(program.helpInformation());
@@ -158,7 +173,7 @@ export async function main(argv: string[], io: Io = defaultIo): Promise<ExitCode
         ? ExitCode.valid
         : ExitCode.usage;
     }
-    if (err instanceof UsageError || err instanceof ExportInputError) {
+    if (err instanceof UsageError || err instanceof ExportInputError || err instanceof PolicyTestInputError) {
       io.stderr(`tollgate: ${err.message}\n`);
       return ExitCode.usage;
     }
