@@ -34,7 +34,7 @@ describe("@tollgate/sdk installed from its npm pack tarball", () => {
     // @types/node: the SDK is a Node.js library, so its declarations use Node's types.
     await run(
       "npm",
-      ["install", "--no-audit", "--no-fund", "--prefer-offline", `./${tarball}`, "@types/node@20"],
+      ["install", "--no-audit", "--no-fund", "--prefer-offline", `./${tarball}`, "@types/node@24"],
       {
         cwd: dir,
         timeout: 240_000,
