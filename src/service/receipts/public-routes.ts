@@ -37,6 +37,16 @@ export interface PublicVerificationOptions {
 export const verificationUnavailable = () =>
   new ApiError(404, ApiErrorCode.VERIFICATION_UNAVAILABLE, "Verification is not available for this link");
 
+/**
+ * True for a path of the public verification surface: a request there whose path is not valid
+ * percent-encoded UTF-8 gets the same uniform 404 as any other bad link (app.ts frameworkErrors).
+ */
+export const isPublicVerificationPath = (url: string) =>
+  url.startsWith("/public/v2/verify/") || url.startsWith("/public/approvals/");
+
+/** The headers every answer of the public verification surface carries. */
+export const PUBLIC_VERIFICATION_HEADERS = { "cache-control": "no-store", "referrer-policy": "no-referrer" };
+
 /** The minimized result; the response serializer drops anything else. */
 const PublicResultSchema = z
   .object({
@@ -79,8 +89,7 @@ export const publicVerificationRoutes: FastifyPluginAsyncZod<PublicVerificationD
       ),
   });
   app.addHook("onRequest", async (_req, reply) => {
-    reply.header("cache-control", "no-store");
-    reply.header("referrer-policy", "no-referrer");
+    reply.headers(PUBLIC_VERIFICATION_HEADERS);
   });
 
   app.get(
@@ -90,6 +99,8 @@ export const publicVerificationRoutes: FastifyPluginAsyncZod<PublicVerificationD
     {
       schema: { params: z.object({ "*": z.string() }), response: { 200: PublicResultSchema } },
       logSerializers: { req: redactedReq("/public/v2/verify/[REDACTED]") },
+      // A token with NUL or unpaired surrogates is one more bad link: the uniform 404, no 400.
+      config: { unsafeInputError: verificationUnavailable },
     },
     async (req): Promise<PublicVerificationResult> => {
       const nowMs = opts.clock.nowMs();
@@ -142,6 +153,7 @@ export const publicVerificationRoutes: FastifyPluginAsyncZod<PublicVerificationD
     "/public/approvals/:approval_id/verify",
     {
       schema: { params: z.object({ approval_id: z.string() }), response: { 200: PublicResultSchema } },
+      config: { unsafeInputError: verificationUnavailable },
       ...legacyHooks(
         opts.metrics,
         legacyRoute,
