@@ -5,11 +5,7 @@
  */
 
 import Fastify, { type FastifyError, type FastifyInstance, type FastifyReply } from "fastify";
-import {
-  hasZodFastifySchemaValidationErrors,
-  serializerCompiler,
-  validatorCompiler,
-} from "fastify-type-provider-zod";
+import { hasZodFastifySchemaValidationErrors, validatorCompiler } from "fastify-type-provider-zod";
 import { ApiErrorCode } from "../contract/v1/errors.js";
 import { MAX_BODY_BYTES } from "../contract/v1/limits.js";
 import { VERSION } from "../version.js";
@@ -33,7 +29,7 @@ import { createLogger, type Logger, lazyChildLogger, safeUrl } from "./logger.js
 import { createMetrics } from "./metrics.js";
 import { createOutboxWorker, type SmtpConfig } from "./notify/index.js";
 import type { OidcConfig } from "./oidc/settings.js";
-import { openApiPlugin } from "./openapi.js";
+import { openApiPlugin, responseSerializerCompiler } from "./openapi.js";
 import { adminRoutes } from "./orgs/admin-routes.js";
 import { OrgConfigCache } from "./orgs/orgs.js";
 import type { ServiceParts } from "./parts.js";
@@ -128,7 +124,7 @@ export async function buildService(opts: ServiceOptions): Promise<Service> {
     },
   });
   app.setValidatorCompiler(validatorCompiler);
-  app.setSerializerCompiler(serializerCompiler);
+  app.setSerializerCompiler(responseSerializerCompiler);
   app.decorateRequest("principal", null);
 
   // First: authentication's queries belong to the request's span.

@@ -108,7 +108,7 @@ export async function listApprovals(
     agent_name: r.agent_name,
     action_type: r.action_type,
     action_name: r.action_name,
-    payload: r.payload,
+    payload: r.payload as Record<string, unknown>,
     cumulative_metrics: cumulativeMetrics(r),
   }));
 }

@@ -15,7 +15,10 @@ import type { FastifyRequest } from "fastify";
 import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
 import { z } from "zod";
 import { ApiErrorCode } from "../../contract/v1/errors.js";
-import type { PublicVerificationResult } from "../../contract/v1/verification.js";
+import {
+  type PublicVerificationResult,
+  PublicVerificationResultSchema,
+} from "../../contract/v1/verification.js";
 import { approvalOrgId } from "../approvals/store.js";
 import type { Clock } from "../clock.js";
 import type { Database } from "../db/pool.js";
@@ -46,19 +49,6 @@ export const isPublicVerificationPath = (url: string) =>
 
 /** The headers every answer of the public verification surface carries. */
 export const PUBLIC_VERIFICATION_HEADERS = { "cache-control": "no-store", "referrer-policy": "no-referrer" };
-
-/** The minimized result; the response serializer drops anything else. */
-const PublicResultSchema = z
-  .object({
-    artifact_type: z.enum(["receipt", "approval"]),
-    verification_status: z.string(),
-    integrity_status: z.string(),
-    signature_status: z.string(),
-    key_status: z.string(),
-    timestamp_anchor_status: z.string(),
-    verified_at: z.string(),
-  })
-  .strip();
 
 const redactedReq = (path: string) => (req: FastifyRequest) => ({
   method: req.method,
@@ -97,7 +87,7 @@ export const publicVerificationRoutes: FastifyPluginAsyncZod<PublicVerificationD
     // parameter limit would answer 414) reach the handler and get the one sanitized error.
     "/public/v2/verify/*",
     {
-      schema: { params: z.object({ "*": z.string() }), response: { 200: PublicResultSchema } },
+      schema: { params: z.object({ "*": z.string() }), response: { 200: PublicVerificationResultSchema } },
       logSerializers: { req: redactedReq("/public/v2/verify/[REDACTED]") },
       // A token with NUL or unpaired surrogates is one more bad link: the uniform 404, no 400.
       config: { unsafeInputError: verificationUnavailable },
@@ -152,7 +142,10 @@ export const publicVerificationRoutes: FastifyPluginAsyncZod<PublicVerificationD
   app.get(
     "/public/approvals/:approval_id/verify",
     {
-      schema: { params: z.object({ approval_id: z.string() }), response: { 200: PublicResultSchema } },
+      schema: {
+        params: z.object({ approval_id: z.string() }),
+        response: { 200: PublicVerificationResultSchema },
+      },
       config: { unsafeInputError: verificationUnavailable },
       ...legacyHooks(
         opts.metrics,
