@@ -20,6 +20,9 @@ Environment (injected by the Tollgate admission webhook):
   TOLLGATE_AGENT_NAME             agent name of calls through the MCP face (default mcp-agent)
   TOLLGATE_GRPC_ADDRESS           gRPC listen address (default 127.0.0.1:50051)
   TOLLGATE_HTTP_ADDRESS           /healthz /readyz /metrics /mcp listen address (default 127.0.0.1:9090)
+  TOLLGATE_PROBE_ADDRESS          second listener with only /healthz /readyz /metrics, for kubelet
+                                  probes and scrapers on the pod IP (off by default; the webhook sets
+                                  0.0.0.0:9091)
   TOLLGATE_UPSTREAMS              JSON list of upstreams, e.g.
                                   [{"name":"search","type":"http","url":"http://127.0.0.1:8080/search"},
                                    {"name":"memory","type":"mcp","transport":"stdio","command":"npx","args":["mcp-server-memory"]}]
@@ -30,6 +33,16 @@ Environment (injected by the Tollgate admission webhook):
   TOLLGATE_DRAIN_TIMEOUT_MS       grace for in-flight calls on SIGTERM (default 25000)
   TOLLGATE_BACKEND_TIMEOUT_SECONDS per-request timeout to the service (default 5)
   TOLLGATE_APPROVAL_TIMEOUT_HOURS local approval wait window (default 24)
+  TOLLGATE_SERVICE_PUBLIC_URL     the service's URL as people open it, for review links
+                                  (default TOLLGATE_SERVICE_URL)
+  TOLLGATE_REATTACH_WINDOW_SECONDS how long the outcome of a call whose caller left is kept for its
+                                  retry, from the approval's resolution (default 600)
+  TOLLGATE_MCP_SESSION_IDLE_SECONDS an idle MCP session expires and its chain is completed
+                                  (default 1800)
+  TOLLGATE_MCP_PROGRESS_INTERVAL_SECONDS notifications/progress interval while a call waits
+                                  (default 10, at most 15)
+  TOLLGATE_MCP_ALLOWED_ORIGINS    comma-separated Origins allowed on /mcp (default local only:
+                                  http(s)://localhost, 127.0.0.1, [::1]; requests without Origin pass)
   TOLLGATE_CONFIG_FILE            YAML/JSON file with the same settings in snake_case (also --config)
   LOG_LEVEL                       fatal|error|warn|info|debug|trace|silent (default info)
   OTEL_EXPORTER_OTLP_ENDPOINT     OpenTelemetry collector (OTLP); tracing is off when unset. Also
