@@ -6,9 +6,11 @@
 #   docker build --target sidecar -t ghcr.io/tollgate/sidecar:0.1.0 .    # the injected sidecar
 # The chart runs every container as uid/gid 10001 with a read-only root filesystem: only /tmp
 # and, for the service, /var/lib/tollgate (embedded PGlite) are writable.
-FROM node:20-bookworm-slim AS deps
+FROM node:24-bookworm-slim AS deps
 WORKDIR /app
-COPY package.json package-lock.json ./
+COPY package.json package-lock.json .node-version ./
+# package.json's postinstall (a no-op on this Node.js 24 base: it only acts on older ones).
+COPY scripts/node-lts.mjs ./scripts/node-lts.mjs
 RUN npm ci --omit=dev --no-audit --no-fund && npm cache clean --force
 
 # esbuild comes with tsx, a runtime dependency: the production dependencies are enough to build.
@@ -20,7 +22,7 @@ COPY operator ./operator
 COPY sidecar ./sidecar
 RUN npm run build
 
-FROM node:20-bookworm-slim AS base
+FROM node:24-bookworm-slim AS base
 ENV NODE_ENV=production
 WORKDIR /app
 COPY --from=deps /app/node_modules ./node_modules

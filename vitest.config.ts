@@ -18,7 +18,9 @@ export default defineConfig({
     hookTimeout: 120_000,
     pool: "forks",
     projects: [
-      { test: { name: "unit", include: ["test/unit/**/*.test.ts"] } },
+      // Project options are not inherited from the root: the unit project's own timeout (vitest's
+      // default 5 s failed test/unit/boundaries.test.ts, one Biome run per case, on a loaded machine).
+      { test: { name: "unit", include: ["test/unit/**/*.test.ts"], testTimeout: 30_000 } },
       {
         test: {
           name: "service-postgres",

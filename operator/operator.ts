@@ -6,6 +6,7 @@
  * stop releases it so another replica takes over at once.
  */
 
+import type { V1Namespace } from "@kubernetes/client-node";
 import type { Logger } from "pino";
 import { CertMode, type OperatorConfig } from "./config.js";
 import { Controller } from "./controller/controller.js";
@@ -33,7 +34,6 @@ import { startHealthServer } from "./health.js";
 import { describeKubeError, GroupObjects, isNotFound, loadKubeClients } from "./kube/clients.js";
 import { EventRecorder } from "./kube/events.js";
 import { type DelayFn, type RunningInformer, realDelay, startInformer } from "./kube/informer.js";
-import type { V1Namespace } from "./kube/k8s.js";
 import { LeaderElector, type Lease } from "./leader/lease.js";
 import { createOperatorLogger } from "./log.js";
 import { createOperatorMetrics, type OperatorMetrics } from "./metrics.js";

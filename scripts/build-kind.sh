@@ -21,7 +21,8 @@
 #             the sigs.k8s.io/kind module zip) + containerd; node image = base + Kubernetes +
 #             the component images imported into its containerd (what `kind build node-image`
 #             does, which cannot work offline: it fetches every image but four from a registry)
-# and node:20-bookworm-slim (for the project's Dockerfile) when it cannot be pulled.
+# and node:<major>-bookworm-slim (the project's Dockerfile's base, Node.js of .node-version) when
+# it cannot be pulled.
 #
 # Host quirks handled only where detected: Docker is installed/started when no daemon answers;
 # `mkdir -p /lib/modules` (kind mounts it); on VMs whose capability bounding set lacks a
@@ -413,7 +414,7 @@ DOCKERFILE
 
 if [[ ${is_local} == 1 ]]; then
   build_node_image
-  step "node:20-bookworm-slim (base of the project's Dockerfile)"
+  step "${NODE_BASE_IMAGE} (base of the project's Dockerfile)"
   TOLLGATE_LOCAL_IMAGES=1 ensure_node_base "${KIND_ROOT}"
 fi
 

@@ -4,7 +4,9 @@
  *   dist/index.js, dist/langgraph.js, dist/langchain.js   ESM bundles of src/sdk (and the pure
  *                                                          modules it uses), packages external
  *   dist/types/**.d.ts                                     declarations (tsc)
- * then `npm pack packages/sdk` makes the tarball users install. The package's version follows
+ * then `npm pack ./packages/sdk` makes the tarball users install (the package's `prepack` runs this
+ * build first, so a pack never lacks the code; `npm pack packages/sdk` would be read as a GitHub
+ * repository). The package's version follows
  * the repository's (checked here). Exit codes: 0 built, 1 build error.
  */
 import { spawnSync } from "node:child_process";
@@ -33,7 +35,7 @@ await esbuild.build({
   splitting: true,
   platform: "node",
   format: "esm",
-  target: "node20",
+  target: "node24",
   packages: "external",
   sourcemap: true,
   logLevel: "warning",

@@ -28,8 +28,8 @@
  *
  * Evaluation order: in one ESM bundle every `import` of a package is evaluated before any of
  * our bundled code, whereas a module of ours imported for its side effects only
- * (`import "./compat.js";`, e.g. filling in built-ins before @kubernetes/client-node loads, or
- * the Reflect metadata API before @peculiar/x509 loads) must run in its place among the imports.
+ * (`import "./reflect-metadata.js";`, filling in the Reflect metadata API before @peculiar/x509
+ * loads) must run in its place among the imports.
  * Each such module is written as its own file, prelude-<path>.js, and the bundles import it like
  * a package, in its place. A prelude may import packages and built-ins but no module of ours
  * (it would be a second instance); the build fails if one does.
@@ -137,7 +137,7 @@ async function build(outdir) {
     bundle: true,
     platform: "node",
     format: "esm",
-    target: "node20",
+    target: "node24",
     packages: "external",
     sourcemap: "linked",
     logLevel: "warning",

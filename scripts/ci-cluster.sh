@@ -2,7 +2,7 @@
 # CI step before `npm test`: what the `cluster` test project needs, built and cached outside the
 # repository. Installs Debian's docker.io and starts dockerd when no daemon answers, then runs
 # scripts/build-kind.sh (kind, the Kubernetes node binaries, containerd, CoreDNS, pause, the
-# component images, the kind node image and node:20-bookworm-slim; seconds when cached).
+# component images, the kind node image and node:24-bookworm-slim; seconds when cached).
 # CI machines have no container registry: the node image is built locally unless
 # TOLLGATE_KIND_NODE_IMAGE says otherwise (auto | local | public | <image>).
 set -euo pipefail

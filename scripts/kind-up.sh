@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # A local kind cluster running the Helm chart with images built from this checkout, the examples
-# applied. Works on a machine with internet (public kindest/node and node:20-bookworm-slim
+# applied. Works on a machine with internet (public kindest/node and node:24-bookworm-slim
 # images) and offline (both built locally by scripts/build-kind.sh); CI runs it through the
 # `cluster` test project.
 #   scripts/kind-up.sh            # build/reuse what is cached, create (or reuse) the cluster,

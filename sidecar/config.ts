@@ -374,8 +374,8 @@ export class ConfigError extends Error {
   }
 }
 
-/** Environment variable of each config key (for error messages). */
-const ENV_OF: Record<string, string> = {
+/** Environment variable of each config key (for error messages; `--help` names every one). */
+export const ENV_OF: Record<string, string> = {
   serviceUrl: "TOLLGATE_SERVICE_URL",
   apiKeyFile: "TOLLGATE_API_KEY_FILE",
   serviceTokenFile: "TOLLGATE_SERVICE_TOKEN_FILE",

@@ -29,7 +29,7 @@ import { encodeDecision, gatewayService, SERVICE_NAME } from "./proto.js";
 import { createReflectionService } from "./reflection.js";
 import { encodeStatusDetails, STATUS_DETAILS_KEY } from "./status-details.js";
 import { jsonToStruct } from "./struct.js";
-import { annotateInvoke, grpcServerSpan } from "./tracing.js";
+import { annotateInvoke, executeToolSpan, grpcServerSpan } from "./tracing.js";
 import {
   type InvokeInput,
   parseChainId,
@@ -200,21 +200,23 @@ function watchInvoke(
   const run = async (): Promise<InvokeResponse> => {
     const { input, idempotencyKey } = parseInvokeCall(o, call.request, call.metadata);
     annotateInvoke(input);
-    const r = await o.governor.invoke(input, controller, "grpc", {
-      idempotencyKey,
-      onWait: (u) => {
-        if (controller.signal.aborted) return;
-        call.write({ approval: toApprovalUpdate(u) });
-        stopHeartbeat();
-        if (u.status === "pending") {
-          const started = Date.now() - u.waitedMs;
-          heartbeat = setInterval(
-            () => call.write({ approval: toApprovalUpdate({ ...u, waitedMs: Date.now() - started }) }),
-            WATCH_HEARTBEAT_MS,
-          );
-        }
-      },
-    });
+    const r = await executeToolSpan(input.actionName, idempotencyKey, () =>
+      o.governor.invoke(input, controller, "grpc", {
+        idempotencyKey,
+        onWait: (u) => {
+          if (controller.signal.aborted) return;
+          call.write({ approval: toApprovalUpdate(u) });
+          stopHeartbeat();
+          if (u.status === "pending") {
+            const started = Date.now() - u.waitedMs;
+            heartbeat = setInterval(
+              () => call.write({ approval: toApprovalUpdate({ ...u, waitedMs: Date.now() - started }) }),
+              WATCH_HEARTBEAT_MS,
+            );
+          }
+        },
+      }),
+    );
     return toInvokeResponse(r);
   };
   grpcServerSpan(call, "WatchInvoke", run).then(
@@ -257,7 +259,11 @@ export function gatewayHandlers(o: GrpcServerOptions): ToolGatewayHandlers {
       answer("Invoke", call, callback, log, chainId, async (controller) => {
         const { input, idempotencyKey } = parseInvokeCall(o, call.request, call.metadata);
         annotateInvoke(input);
-        return toInvokeResponse(await governor.invoke(input, controller, "grpc", { idempotencyKey }));
+        return toInvokeResponse(
+          await executeToolSpan(input.actionName, idempotencyKey, () =>
+            governor.invoke(input, controller, "grpc", { idempotencyKey }),
+          ),
+        );
       });
     },
     WatchInvoke(call) {

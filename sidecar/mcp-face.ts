@@ -61,10 +61,13 @@ import { GovernedTaskStore, isTerminalTaskError } from "./mcp-tasks.js";
 import { ToolCatalog } from "./mcp-tools.js";
 import type { Metrics } from "./metrics.js";
 import type { JsonObject } from "./struct.js";
-import { mcpServerSpan } from "./tracing.js";
+import { executeToolSpan, mcpServerSpan } from "./tracing.js";
 import type { McpUpstream } from "./upstreams/mcp.js";
 import type { InvokeInput } from "./validate.js";
 import { checkPayloadSize } from "./validate.js";
+
+/** The first value of an HTTP header as Node gives it (absent, one value or several). */
+const headerValue = (v: string | string[] | undefined): string | undefined => (Array.isArray(v) ? v[0] : v);
 
 /** The sidecar's identity towards MCP clients. */
 const SERVER_INFO = { name: "tollgate-sidecar", version: "0.1.0" } as const;
@@ -231,40 +234,45 @@ export class McpFace {
     });
     // Each tools/call is a span, a child of the client's params._meta.traceparent (tracing.ts).
     server.setRequestHandler(CallToolRequestSchema, (req, extra) =>
-      mcpServerSpan(req.params.name, req.params._meta, async () => {
-        const { name, arguments: args = {}, task } = req.params;
-        const tool = await this.#tools.find(name, extra.signal);
-        if (!tool) throw new McpError(JsonRpcErrorCode.InvalidParams, `Unknown tool: ${name}`);
-        const checked = this.#tools.check(tool, args);
-        if (!checked.valid) {
-          this.#o.governor.countInvalid("mcp");
-          return refusal(
-            new GatewayError(
-              ErrorCode.INVALID_ARGUMENT,
-              `arguments do not match the tool's inputSchema: ${checked.message}`,
+      mcpServerSpan(
+        req.params.name,
+        req.params._meta,
+        {
+          sessionId: extra.sessionId,
+          protocolVersion: headerValue(extra.requestInfo?.headers?.["mcp-protocol-version"]),
+          requestId: extra.requestId,
+        },
+        async () => {
+          const { name, arguments: args = {}, task } = req.params;
+          const tool = await this.#tools.find(name, extra.signal);
+          if (!tool) throw new McpError(JsonRpcErrorCode.InvalidParams, `Unknown tool: ${name}`);
+          const checked = this.#tools.check(tool, args);
+          if (!checked.valid) {
+            this.#o.governor.countInvalid("mcp");
+            return refusal(
+              new GatewayError(
+                ErrorCode.INVALID_ARGUMENT,
+                `arguments do not match the tool's inputSchema: ${checked.message}`,
+                null,
+                {
+                  field: "arguments",
+                },
+              ),
               null,
-              {
-                field: "arguments",
-              },
-            ),
-            null,
-          );
-        }
-        if (task) return this.#startTask(session, name, args, task.ttl ?? null, extra);
-        session.active++;
-        try {
-          return await this.#governedCall(
-            session,
-            name,
-            args,
-            extra.signal,
-            this.#waitReporter(session, extra),
-          );
-        } finally {
-          session.active--;
-          session.lastSeen = Date.now();
-        }
-      }),
+            );
+          }
+          if (task) return this.#startTask(session, name, args, task.ttl ?? null, extra);
+          session.active++;
+          try {
+            return await executeToolSpan(name, String(extra.requestId), () =>
+              this.#governedCall(session, name, args, extra.signal, this.#waitReporter(session, extra)),
+            );
+          } finally {
+            session.active--;
+            session.lastSeen = Date.now();
+          }
+        },
+      ),
     );
     return session;
   }

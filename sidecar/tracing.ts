@@ -4,6 +4,7 @@
  *   W3C `traceparent` in the call's metadata; the span's own `traceparent` goes back to the
  *   agent in the response's initial metadata, so an agent that sent none still learns the trace;
  * - a SERVER span per MCP `tools/call` (`tools/call <tool>`), a child of `params._meta.traceparent`;
+ * - below either, `execute_tool <tool>` (GenAI conventions, SEMCONV_VERSION): the governed execution;
  * - `tollgate.forward`, the CLIENT span of the call to the upstream, whose context travels in the
  *   HTTP upstream's headers and in the MCP upstream's `params._meta`.
  * The SDK adds the request spans to the service and `tollgate.approval.wait` below them. While
@@ -27,6 +28,27 @@ import {
 import { GatewayError } from "./errors.js";
 import { SERVICE_NAME } from "./proto.js";
 import type { InvokeInput } from "./validate.js";
+
+/**
+ * The OpenTelemetry semantic conventions the sidecar's GenAI and MCP spans follow: v1.39.0 (the
+ * MCP conventions there, gen-ai/mcp.md, and the GenAI `execute_tool` span, gen-ai/gen-ai-spans.md;
+ * both at stability "Development", so names may change in later releases, which now live in
+ * open-telemetry/semantic-conventions-genai). Tollgate's own decision attributes are `tollgate.*`
+ * (Attr). Pinned here and in docs/tracing.md.
+ */
+export const SEMCONV_VERSION = "1.39.0";
+
+/** The attribute names of those conventions that the sidecar sets. */
+export const SemConv = {
+  genAiOperationName: "gen_ai.operation.name",
+  genAiToolName: "gen_ai.tool.name",
+  genAiToolType: "gen_ai.tool.type",
+  genAiToolCallId: "gen_ai.tool.call.id",
+  mcpMethodName: "mcp.method.name",
+  mcpSessionId: "mcp.session.id",
+  mcpProtocolVersion: "mcp.protocol.version",
+  jsonrpcRequestId: "jsonrpc.request.id",
+} as const;
 
 /** Tracer of the sidecar's own spans. */
 export const sidecarTracer = tracer("tollgate-sidecar");
@@ -100,8 +122,28 @@ export function grpcServerSpan<T>(
   );
 }
 
-/** Runs an MCP tools/call in its SERVER span, a child of `params._meta.traceparent`. */
-export function mcpServerSpan<T>(tool: string, meta: unknown, fn: () => Promise<T>): Promise<T> {
+/** What the MCP conventions record about one request (all optional: absent ones are not set). */
+export interface McpRequestInfo {
+  /** `Mcp-Session-Id` of the Streamable HTTP session. */
+  sessionId?: string | undefined;
+  /** The negotiated revision, e.g. "2025-11-25" (the `MCP-Protocol-Version` header). */
+  protocolVersion?: string | undefined;
+  /** The JSON-RPC request id. */
+  requestId?: string | number | undefined;
+}
+
+/**
+ * Runs an MCP tools/call in its SERVER span, a child of `params._meta.traceparent`. Named and
+ * attributed as OpenTelemetry's MCP conventions say (SEMCONV_VERSION): `tools/call {tool}`,
+ * `mcp.method.name`, `mcp.session.id`, `mcp.protocol.version`, `jsonrpc.request.id`,
+ * `gen_ai.operation.name` = execute_tool, `gen_ai.tool.name`.
+ */
+export function mcpServerSpan<T>(
+  tool: string,
+  meta: unknown,
+  info: McpRequestInfo,
+  fn: () => Promise<T>,
+): Promise<T> {
   if (!tracingActive()) return fn();
   const carrier = typeof meta === "object" && meta !== null ? (meta as Record<string, unknown>) : {};
   return withSpan(
@@ -111,10 +153,39 @@ export function mcpServerSpan<T>(tool: string, meta: unknown, fn: () => Promise<
       kind: SpanKind.SERVER,
       parent: extractContext(carrier, metaGetter),
       attributes: {
-        "mcp.method.name": "tools/call",
-        "gen_ai.operation.name": "execute_tool",
-        "gen_ai.tool.name": tool,
+        [SemConv.mcpMethodName]: "tools/call",
+        [SemConv.genAiOperationName]: "execute_tool",
+        [SemConv.genAiToolName]: tool,
+        ...(info.sessionId && { [SemConv.mcpSessionId]: info.sessionId }),
+        ...(info.protocolVersion && { [SemConv.mcpProtocolVersion]: info.protocolVersion }),
+        ...(info.requestId !== undefined && { [SemConv.jsonrpcRequestId]: String(info.requestId) }),
       },
+    },
+    fn,
+  );
+}
+
+/**
+ * Runs the governed execution of one tool call (decision, approval wait, forward) in the GenAI
+ * conventions' `execute_tool {gen_ai.tool.name}` INTERNAL span, a child of the gRPC or MCP
+ * SERVER span: `gen_ai.operation.name` = execute_tool, `gen_ai.tool.name`, `gen_ai.tool.type` =
+ * function, and `gen_ai.tool.call.id` when the call has one (the MCP JSON-RPC request id, the
+ * gRPC idempotency key).
+ */
+export function executeToolSpan<T>(tool: string, callId: string | null, fn: () => Promise<T>): Promise<T> {
+  if (!tracingActive()) return fn();
+  return withSpan(
+    sidecarTracer,
+    `execute_tool ${tool}`,
+    {
+      kind: SpanKind.INTERNAL,
+      attributes: {
+        [SemConv.genAiOperationName]: "execute_tool",
+        [SemConv.genAiToolName]: tool,
+        [SemConv.genAiToolType]: "function",
+        ...(callId !== null && { [SemConv.genAiToolCallId]: callId }),
+      },
+      errorType: (err) => (err instanceof GatewayError ? err.code : "INTERNAL"),
     },
     fn,
   );

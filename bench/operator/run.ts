@@ -35,12 +35,12 @@
 import { mkdirSync } from "node:fs";
 import path from "node:path";
 import { parseArgs } from "node:util";
+import { KubeConfig } from "@kubernetes/client-node";
 import { DEFAULT_WORKERS } from "../../operator/config.js";
 import { nextStatus } from "../../operator/controller/conditions.js";
 import { managedBy, policyBody, serviceName } from "../../operator/crds/mapping.js";
 import { type GovernancePolicySpec, KINDS } from "../../operator/crds/schema.js";
 import { startInformer } from "../../operator/kube/informer.js";
-import { KubeConfig } from "../../operator/kube/k8s.js";
 import { createOperatorLogger } from "../../operator/log.js";
 import { benchClient } from "../lib/http.js";
 import {

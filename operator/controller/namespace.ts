@@ -11,12 +11,12 @@
  * their pod's service account token by default and need no Secret (issue 27).
  */
 
+import type { CoreV1Api, V1Namespace, V1Secret } from "@kubernetes/client-node";
 import type { Logger } from "pino";
 import { FINALIZER } from "../crds/schema.js";
 import { describeKubeError, finalizersPatch, isNotFound, statusOf } from "../kube/clients.js";
 import type { EventRecorder } from "../kube/events.js";
 import type { RunningInformer } from "../kube/informer.js";
-import type { CoreV1Api, V1Namespace, V1Secret } from "../kube/k8s.js";
 import { type AdminApiClient, ServiceError } from "../service/client.js";
 import { API_KEY_SECRET, API_KEY_SECRET_KEY, Labels } from "../webhook/patch.js";
 import { isSynced } from "./conditions.js";

@@ -12,8 +12,14 @@
 import { createHash } from "node:crypto";
 import http from "node:http";
 import https from "node:https";
+import {
+  ApiException,
+  CoreV1Api,
+  createConfiguration,
+  KubeConfig,
+  ServerConfiguration,
+} from "@kubernetes/client-node";
 import { OperatorConfigError } from "../config.js";
-import { ApiException, CoreV1Api, createConfiguration, KubeConfig, ServerConfiguration } from "./k8s.js";
 
 /** The API clients of one operator instance. */
 export interface KubeClients {

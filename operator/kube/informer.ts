@@ -3,8 +3,9 @@
  * on HTTP 410 Gone (done by ListWatch), and restarts after any other error with a backoff from
  * 1 s doubling to 30 s. The delay function is injected so tests control time.
  */
+
+import { type KubeConfig, type KubernetesObject, ListWatch, Watch } from "@kubernetes/client-node";
 import { describeKubeError } from "./clients.js";
-import { type KubeConfig, type KubernetesObject, ListWatch, Watch } from "./k8s.js";
 
 /** Any object with Kubernetes metadata (timestamps may be strings: objects are plain JSON). */
 export interface MetaObject {

@@ -7,6 +7,7 @@
  */
 import { readFile } from "node:fs/promises";
 import path from "node:path";
+import type { CoreV1Api, V1Secret } from "@kubernetes/client-node";
 import type { Logger } from "pino";
 import {
   describeKubeError,
@@ -15,7 +16,6 @@ import {
   isNotFound,
   type JsonPatch,
 } from "../kube/clients.js";
-import type { CoreV1Api, V1Secret } from "../kube/k8s.js";
 import { createWebhookPki, pkiUsable, type WebhookPki } from "./certs.js";
 
 /** The serving certificate and key in PEM (secrets), plus the CA when self-managed. */

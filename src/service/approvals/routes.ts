@@ -3,9 +3,15 @@
  * POST /v1/approvals/{approval_id}/decision (spec: "Reviewer approves" / "Reviewer denies");
  * for the caller that waits: POST /v1/approvals/{approval_id}/withdraw (beyond the spec).
  */
+
 import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
 import { z } from "zod";
-import { DecideApprovalSchema, WithdrawApprovalSchema } from "../../contract/v1/approvals.js";
+import {
+  ApprovalViewSchema,
+  DecideApprovalSchema,
+  WithdrawApprovalSchema,
+} from "../../contract/v1/approvals.js";
+import { ApprovalListSchema } from "../../contract/v1/responses.js";
 import { ApprovalStatusSchema } from "../../contract/v1/wire.js";
 import { guard, principalLabel } from "../auth.js";
 import type { Metrics } from "../metrics.js";
@@ -36,6 +42,7 @@ export const approvalRoutes: FastifyPluginAsyncZod<ApprovalRouteDeps> = async (a
           status: ApprovalStatusSchema.optional(),
           limit: z.coerce.number().int().min(1).max(500).default(100),
         }),
+        response: { 200: ApprovalListSchema },
       },
     },
     async (req) => {
@@ -44,14 +51,18 @@ export const approvalRoutes: FastifyPluginAsyncZod<ApprovalRouteDeps> = async (a
     },
   );
 
-  app.get("/v1/approvals/:approval_id", { schema: { params: Params } }, async (req) => {
-    const { orgId } = guard.member(req.principal);
-    return getApproval(deps.db, orgId, req.params.approval_id);
-  });
+  app.get(
+    "/v1/approvals/:approval_id",
+    { schema: { params: Params, response: { 200: ApprovalViewSchema } } },
+    async (req) => {
+      const { orgId } = guard.member(req.principal);
+      return getApproval(deps.db, orgId, req.params.approval_id);
+    },
+  );
 
   app.post(
     "/v1/approvals/:approval_id/decision",
-    { schema: { params: Params, body: DecideApprovalSchema } },
+    { schema: { params: Params, body: DecideApprovalSchema, response: { 200: ApprovalViewSchema } } },
     async (req) => {
       const orgId = guard.approver(req.principal);
       const result = await decideApproval(deps, {
@@ -67,7 +78,7 @@ export const approvalRoutes: FastifyPluginAsyncZod<ApprovalRouteDeps> = async (a
 
   app.post(
     "/v1/approvals/:approval_id/withdraw",
-    { schema: { params: Params, body: WithdrawApprovalSchema } },
+    { schema: { params: Params, body: WithdrawApprovalSchema, response: { 200: ApprovalViewSchema } } },
     async (req) => {
       const orgId = guard.client(req.principal);
       const result = await withdrawApproval(deps, {

@@ -109,7 +109,7 @@ export async function listApprovals(
     principal: r.principal ?? null,
     action_type: r.action_type,
     action_name: r.action_name,
-    payload: r.payload,
+    payload: r.payload as Record<string, unknown>,
     cumulative_metrics: cumulativeMetrics(r),
   }));
 }

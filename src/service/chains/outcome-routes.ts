@@ -1,7 +1,11 @@
 /** Routes of outcome reports: see outcomes.ts for the contract of each. */
 import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
 import { z } from "zod";
-import { OutcomeBatchSchema } from "../../contract/v1/chains.js";
+import {
+  OutcomeBatchResponseSchema,
+  OutcomeBatchSchema,
+  OutcomeResponseSchema,
+} from "../../contract/v1/chains.js";
 import { EventOutcomeSchema } from "../../contract/v1/wire.js";
 import { guard } from "../auth.js";
 import type { Database } from "../db/pool.js";
@@ -13,7 +17,7 @@ const Params = z.object({ chain_id: z.uuid(), event_id: z.uuid() });
 export const outcomeRoutes: FastifyPluginAsyncZod<{ db: Database }> = async (app, deps) => {
   app.post(
     "/v1/chains/:chain_id/events/:event_id/outcome",
-    { schema: { params: Params, body: EventOutcomeSchema } },
+    { schema: { params: Params, body: EventOutcomeSchema, response: { 200: OutcomeResponseSchema } } },
     async (req) => {
       const orgId = guard.client(req.principal);
       return recordOutcome(deps.db, {
@@ -24,8 +28,12 @@ export const outcomeRoutes: FastifyPluginAsyncZod<{ db: Database }> = async (app
       });
     },
   );
-  app.post("/v1/outcomes", { schema: { body: OutcomeBatchSchema } }, async (req) => {
-    const orgId = guard.client(req.principal);
-    return { results: await recordOutcomes(deps.db, orgId, req.body.outcomes) };
-  });
+  app.post(
+    "/v1/outcomes",
+    { schema: { body: OutcomeBatchSchema, response: { 200: OutcomeBatchResponseSchema } } },
+    async (req) => {
+      const orgId = guard.client(req.principal);
+      return { results: await recordOutcomes(deps.db, orgId, req.body.outcomes) };
+    },
+  );
 };

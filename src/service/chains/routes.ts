@@ -4,9 +4,23 @@
  * GET /v1/chains/{chain_id}/approval-status · POST /v1/chains/{chain_id}/complete ·
  * GET /v1/chains/{chain_id}/receipt · GET /v1/receipts/{receipt_id}
  */
+
 import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
 import { z } from "zod";
-import { CompleteChainSchema, CreateChainSchema, RecordActionSchema } from "../../contract/v1/chains.js";
+import { ApprovalStatusResponseSchema } from "../../contract/v1/approvals.js";
+import {
+  ChainViewSchema,
+  CompleteChainSchema,
+  CompleteResponseSchema,
+  CreateChainSchema,
+  RecordActionResponseSchema,
+  RecordActionSchema,
+} from "../../contract/v1/chains.js";
+import {
+  ChainWithEvidenceSchema,
+  PreviewResponseSchema,
+  StoredReceiptSchema,
+} from "../../contract/v1/responses.js";
 import { Attr, SpanKind, setAttributes, withSpan } from "../../telemetry/tracing.js";
 import { ApprovalStatusQuerySchema, approvalStatus } from "../approvals/views.js";
 import type { ApprovalWaiters } from "../approvals/waiters.js";
@@ -63,34 +77,49 @@ export const chainRoutes: FastifyPluginAsyncZod<ChainRouteDeps> = async (app, de
       throw err;
     };
 
-  app.post("/v1/chains", { schema: { body: CreateChainSchema } }, async (req, reply) => {
-    const orgId = guard.client(req.principal);
-    const chain = await createChain(deps.db, {
-      orgId,
-      body: req.body,
-      createdBy: principalLabel(req.principal!),
-      principal: identityOf(req.principal),
-      clock: deps.clock,
-    });
-    return reply.code(201).send(chain);
-  });
+  app.post(
+    "/v1/chains",
+    { schema: { body: CreateChainSchema, response: { 201: ChainViewSchema } } },
+    async (req, reply) => {
+      const orgId = guard.client(req.principal);
+      const chain = await createChain(deps.db, {
+        orgId,
+        body: req.body,
+        createdBy: principalLabel(req.principal!),
+        principal: identityOf(req.principal),
+        clock: deps.clock,
+      });
+      return reply.code(201).send(chain);
+    },
+  );
 
-  app.get("/v1/chains/:chain_id", { schema: { params: ChainParams } }, async (req) => {
-    const orgId = guard.client(req.principal);
-    const chain = await getChain(deps.db, orgId, req.params.chain_id);
-    // evidence: whether the stored events and approvals still match the signed receipt (issue 18)
-    const evidence = await chainEvidence(deps.db, {
-      orgId,
-      receiptId: chain.receipt_id,
-      hmacKey: deps.receiptHmacKey,
-      nowMs: deps.clock.nowMs(),
-    });
-    return { ...chainView(chain), events: await chainEvents(deps.db, chain.id), evidence };
-  });
+  app.get(
+    "/v1/chains/:chain_id",
+    { schema: { params: ChainParams, response: { 200: ChainWithEvidenceSchema } } },
+    async (req) => {
+      const orgId = guard.client(req.principal);
+      const chain = await getChain(deps.db, orgId, req.params.chain_id);
+      // evidence: whether the stored events and approvals still match the signed receipt (issue 18)
+      const evidence = await chainEvidence(deps.db, {
+        orgId,
+        receiptId: chain.receipt_id,
+        hmacKey: deps.receiptHmacKey,
+        nowMs: deps.clock.nowMs(),
+      });
+      return { ...chainView(chain), events: await chainEvents(deps.db, chain.id), evidence };
+    },
+  );
 
   app.post(
     "/v1/chains/:chain_id/actions",
-    { schema: { params: ChainParams, body: RecordActionSchema }, config: { cachedApiKey: true } },
+    {
+      schema: {
+        params: ChainParams,
+        body: RecordActionSchema,
+        response: { 200: RecordActionResponseSchema },
+      },
+      config: { cachedApiKey: true },
+    },
     async (req) => {
       const orgId = guard.client(req.principal);
       const keyId = req.principal?.kind === "api_key" ? req.principal.keyId : null;
@@ -139,7 +168,10 @@ export const chainRoutes: FastifyPluginAsyncZod<ChainRouteDeps> = async (app, de
 
   app.post(
     "/v1/chains/:chain_id/actions/evaluate",
-    { schema: { params: ChainParams, body: RecordActionSchema }, config: { cachedApiKey: true } },
+    {
+      schema: { params: ChainParams, body: RecordActionSchema, response: { 200: PreviewResponseSchema } },
+      config: { cachedApiKey: true },
+    },
     async (req) => {
       const orgId = guard.client(req.principal);
       const keyId = req.principal?.kind === "api_key" ? req.principal.keyId : null;
@@ -157,7 +189,13 @@ export const chainRoutes: FastifyPluginAsyncZod<ChainRouteDeps> = async (app, de
 
   app.get(
     "/v1/chains/:chain_id/approval-status",
-    { schema: { params: ChainParams, querystring: ApprovalStatusQuerySchema } },
+    {
+      schema: {
+        params: ChainParams,
+        querystring: ApprovalStatusQuerySchema,
+        response: { 200: ApprovalStatusResponseSchema },
+      },
+    },
     async (req, reply) => {
       const orgId = guard.client(req.principal);
       const read = () =>
@@ -175,7 +213,7 @@ export const chainRoutes: FastifyPluginAsyncZod<ChainRouteDeps> = async (app, de
 
   app.post(
     "/v1/chains/:chain_id/complete",
-    { schema: { params: ChainParams, body: CompleteChainSchema } },
+    { schema: { params: ChainParams, body: CompleteChainSchema, response: { 200: CompleteResponseSchema } } },
     async (req) => {
       const orgId = guard.client(req.principal);
       // Chain completion: the event hash chain, the signed receipt, appended under the org's lock.
@@ -212,14 +250,18 @@ export const chainRoutes: FastifyPluginAsyncZod<ChainRouteDeps> = async (app, de
     },
   );
 
-  app.get("/v1/chains/:chain_id/receipt", { schema: { params: ChainParams } }, async (req) => {
-    const orgId = guard.client(req.principal);
-    return (await getChainReceipt(deps.db, orgId, req.params.chain_id)).receipt;
-  });
+  app.get(
+    "/v1/chains/:chain_id/receipt",
+    { schema: { params: ChainParams, response: { 200: StoredReceiptSchema } } },
+    async (req) => {
+      const orgId = guard.client(req.principal);
+      return (await getChainReceipt(deps.db, orgId, req.params.chain_id)).receipt;
+    },
+  );
 
   app.get(
     "/v1/receipts/:receipt_id",
-    { schema: { params: z.object({ receipt_id: z.uuid() }) } },
+    { schema: { params: z.object({ receipt_id: z.uuid() }), response: { 200: StoredReceiptSchema } } },
     async (req) => {
       const orgId = guard.client(req.principal);
       return (await getReceipt(deps.db, orgId, req.params.receipt_id)).receipt;

@@ -3,6 +3,7 @@
  * content `version`; DELETEs are idempotent. The service admin token may act on every
  * organization; an organization admin only on its own (another organization's slug is 404).
  */
+
 import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
 import { z } from "zod";
 import {
@@ -12,6 +13,18 @@ import {
   PolicySpecSchema,
   SlugSchema,
 } from "../../contract/v1/admin.js";
+import {
+  ApiKeyCreatedSchema,
+  ApiKeyListSchema,
+  ApiKeyRevokedSchema,
+  DeletedSchema,
+  MemberWriteSchema,
+  NamedWriteSchema,
+  OrganizationDetailSchema,
+  OrganizationUpsertSchema,
+  OrganizationViewSchema,
+  PolicyWriteSchema,
+} from "../../contract/v1/responses.js";
 import {
   type ApiKeyCache,
   createApiKey,
@@ -72,7 +85,13 @@ export const adminRoutes: FastifyPluginAsyncZod<AdminRouteDeps> = async (app, de
 
   app.put(
     "/v1/admin/organizations/:slug",
-    { schema: { params: OrgParams, body: OrganizationSpecSchema } },
+    {
+      schema: {
+        params: OrgParams,
+        body: OrganizationSpecSchema,
+        response: { 200: OrganizationUpsertSchema, 201: OrganizationUpsertSchema },
+      },
+    },
     async (req, reply) => {
       if (req.principal?.kind !== "service_admin") await authorizeOrg(req.principal, req.params.slug);
       const result = await upsertOrganization(deps.db, req.params.slug, req.body, now());
@@ -80,27 +99,35 @@ export const adminRoutes: FastifyPluginAsyncZod<AdminRouteDeps> = async (app, de
     },
   );
 
-  app.get("/v1/admin/organizations/:slug", { schema: { params: OrgParams } }, async (req) => {
-    await authorizeOrg(req.principal, req.params.slug);
-    const org = await orgBySlug(deps.db, req.params.slug);
-    return {
-      ...orgView(org),
-      policies: await listPolicies(deps.db, org.id),
-      approver_teams: await listApproverTeams(deps.db, org.id),
-      effective_config: (await deps.configs.get(deps.db, org)).config,
-    };
-  });
+  app.get(
+    "/v1/admin/organizations/:slug",
+    { schema: { params: OrgParams, response: { 200: OrganizationDetailSchema } } },
+    async (req) => {
+      await authorizeOrg(req.principal, req.params.slug);
+      const org = await orgBySlug(deps.db, req.params.slug);
+      return {
+        ...orgView(org),
+        policies: await listPolicies(deps.db, org.id),
+        approver_teams: await listApproverTeams(deps.db, org.id),
+        effective_config: (await deps.configs.get(deps.db, org)).config,
+      };
+    },
+  );
 
-  app.delete("/v1/admin/organizations/:slug", { schema: { params: OrgParams } }, async (req) => {
-    serviceAdminOnly(req.principal);
-    return deleteOrganization(deps.db, req.params.slug);
-  });
+  app.delete(
+    "/v1/admin/organizations/:slug",
+    { schema: { params: OrgParams, response: { 200: DeletedSchema } } },
+    async (req) => {
+      serviceAdminOnly(req.principal);
+      return deleteOrganization(deps.db, req.params.slug);
+    },
+  );
 
   for (const which of ["kill_switch", "pause"] as const) {
     const path = which === "kill_switch" ? "kill-switch" : "pause";
     app.post(
       `/v1/admin/organizations/:slug/${path}`,
-      { schema: { params: OrgParams, body: Toggle } },
+      { schema: { params: OrgParams, body: Toggle, response: { 200: OrganizationViewSchema } } },
       async (req) => {
         await authorizeOrg(req.principal, req.params.slug);
         return setOrgToggle(deps.db, req.params.slug, which, req.body, now());
@@ -110,7 +137,7 @@ export const adminRoutes: FastifyPluginAsyncZod<AdminRouteDeps> = async (app, de
 
   app.put(
     "/v1/admin/organizations/:slug/policies/:name",
-    { schema: { params: NamedParams, body: PolicySpecSchema } },
+    { schema: { params: NamedParams, body: PolicySpecSchema, response: { 200: PolicyWriteSchema } } },
     async (req) => {
       await authorizeOrg(req.principal, req.params.slug);
       return upsertPolicy(deps.db, req.params.slug, req.params.name, req.body, now());
@@ -119,7 +146,7 @@ export const adminRoutes: FastifyPluginAsyncZod<AdminRouteDeps> = async (app, de
 
   app.delete(
     "/v1/admin/organizations/:slug/policies/:name",
-    { schema: { params: NamedParams } },
+    { schema: { params: NamedParams, response: { 200: DeletedSchema } } },
     async (req) => {
       await authorizeOrg(req.principal, req.params.slug);
       return deletePolicy(deps.db, req.params.slug, req.params.name, now());
@@ -128,7 +155,7 @@ export const adminRoutes: FastifyPluginAsyncZod<AdminRouteDeps> = async (app, de
 
   app.put(
     "/v1/admin/organizations/:slug/approver-teams/:name",
-    { schema: { params: NamedParams, body: ApproverTeamSpecSchema } },
+    { schema: { params: NamedParams, body: ApproverTeamSpecSchema, response: { 200: NamedWriteSchema } } },
     async (req) => {
       await authorizeOrg(req.principal, req.params.slug);
       return upsertApproverTeam(deps.db, req.params.slug, req.params.name, req.body, now());
@@ -137,7 +164,7 @@ export const adminRoutes: FastifyPluginAsyncZod<AdminRouteDeps> = async (app, de
 
   app.delete(
     "/v1/admin/organizations/:slug/approver-teams/:name",
-    { schema: { params: NamedParams } },
+    { schema: { params: NamedParams, response: { 200: DeletedSchema } } },
     async (req) => {
       await authorizeOrg(req.principal, req.params.slug);
       return deleteApproverTeam(deps.db, req.params.slug, req.params.name, now());
@@ -155,6 +182,7 @@ export const adminRoutes: FastifyPluginAsyncZod<AdminRouteDeps> = async (app, de
             display_name: z.string().max(200).optional(),
           })
           .strict(),
+        response: { 200: MemberWriteSchema },
       },
     },
     async (req) => {
@@ -171,6 +199,7 @@ export const adminRoutes: FastifyPluginAsyncZod<AdminRouteDeps> = async (app, de
         body: z
           .object({ name: z.string().min(1).max(200), role: z.enum(["client", "admin"]).default("client") })
           .strict(),
+        response: { 201: ApiKeyCreatedSchema },
       },
     },
     async (req, reply) => {
@@ -186,15 +215,24 @@ export const adminRoutes: FastifyPluginAsyncZod<AdminRouteDeps> = async (app, de
     },
   );
 
-  app.get("/v1/admin/organizations/:slug/api-keys", { schema: { params: OrgParams } }, async (req) => {
-    await authorizeOrg(req.principal, req.params.slug);
-    const org = await orgBySlug(deps.db, req.params.slug);
-    return { api_keys: await listApiKeys(deps.db, org.id) };
-  });
+  app.get(
+    "/v1/admin/organizations/:slug/api-keys",
+    { schema: { params: OrgParams, response: { 200: ApiKeyListSchema } } },
+    async (req) => {
+      await authorizeOrg(req.principal, req.params.slug);
+      const org = await orgBySlug(deps.db, req.params.slug);
+      return { api_keys: await listApiKeys(deps.db, org.id) };
+    },
+  );
 
   app.post(
     "/v1/admin/organizations/:slug/api-keys/:key_id/revoke",
-    { schema: { params: z.object({ slug: SlugSchema, key_id: z.uuid() }) } },
+    {
+      schema: {
+        params: z.object({ slug: SlugSchema, key_id: z.uuid() }),
+        response: { 200: ApiKeyRevokedSchema },
+      },
+    },
     async (req) => {
       await authorizeOrg(req.principal, req.params.slug);
       const org = await orgBySlug(deps.db, req.params.slug);
@@ -204,7 +242,7 @@ export const adminRoutes: FastifyPluginAsyncZod<AdminRouteDeps> = async (app, de
         nowMs: now(),
       });
       if (!revoked) throw notFound("API key");
-      return { key_id: req.params.key_id, revoked: true };
+      return { key_id: req.params.key_id, revoked: true as const };
     },
   );
 };

@@ -284,7 +284,13 @@ export async function listApproverTeams(q: Queryable, orgId: string) {
     "SELECT name, approvers, fallback_approvers, version, managed_by FROM approver_teams WHERE org_id = $1 ORDER BY name",
     [orgId],
   );
-  return rows;
+  return rows as {
+    name: string;
+    approvers: { email: string; role: string; name?: string }[];
+    fallback_approvers: string[];
+    version: string;
+    managed_by: string | null;
+  }[];
 }
 
 /** Approver and fallback approver e-mail addresses of an organization, deduplicated. */

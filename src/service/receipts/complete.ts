@@ -37,14 +37,14 @@ import type { SigningKeys } from "./signing-keys.js";
 import { appendReceipt, lockReceiptLog } from "./store.js";
 
 /** Answer of POST /v1/chains/{chain_id}/complete. */
-export interface CompletionResult {
+export type CompletionResult = {
   chain_id: string;
   status: "completed" | "failed";
   receipt_id: string;
   receipt_number: string;
   /** The organization's log as of this receipt, signed with the receipt key (keep it to detect truncation). */
   checkpoint: Checkpoint;
-}
+};
 
 /**
  * Seals a chain and issues its receipt (spec: "Exit chain context"), with a signed checkpoint

@@ -15,7 +15,10 @@ import type { FastifyRequest } from "fastify";
 import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
 import { z } from "zod";
 import { ApiErrorCode } from "../../contract/v1/errors.js";
-import type { PublicVerificationResult } from "../../contract/v1/verification.js";
+import {
+  type PublicVerificationResult,
+  PublicVerificationResultSchema,
+} from "../../contract/v1/verification.js";
 import { approvalOrgId } from "../approvals/store.js";
 import type { Clock } from "../clock.js";
 import type { Database } from "../db/pool.js";
@@ -37,18 +40,15 @@ export interface PublicVerificationOptions {
 export const verificationUnavailable = () =>
   new ApiError(404, ApiErrorCode.VERIFICATION_UNAVAILABLE, "Verification is not available for this link");
 
-/** The minimized result; the response serializer drops anything else. */
-const PublicResultSchema = z
-  .object({
-    artifact_type: z.enum(["receipt", "approval"]),
-    verification_status: z.string(),
-    integrity_status: z.string(),
-    signature_status: z.string(),
-    key_status: z.string(),
-    timestamp_anchor_status: z.string(),
-    verified_at: z.string(),
-  })
-  .strip();
+/**
+ * True for a path of the public verification surface: a request there whose path is not valid
+ * percent-encoded UTF-8 gets the same uniform 404 as any other bad link (app.ts frameworkErrors).
+ */
+export const isPublicVerificationPath = (url: string) =>
+  url.startsWith("/public/v2/verify/") || url.startsWith("/public/approvals/");
+
+/** The headers every answer of the public verification surface carries. */
+export const PUBLIC_VERIFICATION_HEADERS = { "cache-control": "no-store", "referrer-policy": "no-referrer" };
 
 const redactedReq = (path: string) => (req: FastifyRequest) => ({
   method: req.method,
@@ -79,8 +79,7 @@ export const publicVerificationRoutes: FastifyPluginAsyncZod<PublicVerificationD
       ),
   });
   app.addHook("onRequest", async (_req, reply) => {
-    reply.header("cache-control", "no-store");
-    reply.header("referrer-policy", "no-referrer");
+    reply.headers(PUBLIC_VERIFICATION_HEADERS);
   });
 
   app.get(
@@ -88,8 +87,10 @@ export const publicVerificationRoutes: FastifyPluginAsyncZod<PublicVerificationD
     // parameter limit would answer 414) reach the handler and get the one sanitized error.
     "/public/v2/verify/*",
     {
-      schema: { params: z.object({ "*": z.string() }), response: { 200: PublicResultSchema } },
+      schema: { params: z.object({ "*": z.string() }), response: { 200: PublicVerificationResultSchema } },
       logSerializers: { req: redactedReq("/public/v2/verify/[REDACTED]") },
+      // A token with NUL or unpaired surrogates is one more bad link: the uniform 404, no 400.
+      config: { unsafeInputError: verificationUnavailable },
     },
     async (req): Promise<PublicVerificationResult> => {
       const nowMs = opts.clock.nowMs();
@@ -141,7 +142,11 @@ export const publicVerificationRoutes: FastifyPluginAsyncZod<PublicVerificationD
   app.get(
     "/public/approvals/:approval_id/verify",
     {
-      schema: { params: z.object({ approval_id: z.string() }), response: { 200: PublicResultSchema } },
+      schema: {
+        params: z.object({ approval_id: z.string() }),
+        response: { 200: PublicVerificationResultSchema },
+      },
+      config: { unsafeInputError: verificationUnavailable },
       ...legacyHooks(
         opts.metrics,
         legacyRoute,

@@ -18,9 +18,22 @@
  *
  * Another organization's ids answer 404, never 403.
  */
+
 import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
 import { z } from "zod";
-import { IssueTokenSchema, ListTokensQuerySchema } from "../../contract/v1/verification.js";
+import { ReceiptExportSchema } from "../../cli/export-format.js";
+import { JwksSchema } from "../../contract/v1/responses.js";
+import {
+  ApprovalVerificationSchema,
+  CheckpointVerificationSchema,
+  IssuedTokenSchema,
+  IssueTokenSchema,
+  LegacyReceiptVerificationSchema,
+  ListTokensQuerySchema,
+  ReceiptVerificationSchema,
+  RevokedTokenSchema,
+  TokenListSchema,
+} from "../../contract/v1/verification.js";
 import { CheckpointSchema } from "../../receipts/checkpoint.js";
 import { guard, type Principal, principalLabel } from "../auth.js";
 import type { Clock } from "../clock.js";
@@ -67,7 +80,7 @@ export const verificationRoutes: FastifyPluginAsyncZod<VerificationRoutesOptions
 
   app.get(
     "/v1/verification/v2/receipts/:receipt_id",
-    { schema: { params: z.object({ receipt_id: z.uuid() }) } },
+    { schema: { params: z.object({ receipt_id: z.uuid() }), response: { 200: ReceiptVerificationSchema } } },
     async (req) => {
       const { orgId } = guard.member(req.principal);
       const v = await verifyStoredReceipt(opts.db, {
@@ -87,7 +100,9 @@ export const verificationRoutes: FastifyPluginAsyncZod<VerificationRoutesOptions
 
   app.get(
     "/v1/verification/v2/approvals/:approval_id",
-    { schema: { params: z.object({ approval_id: z.uuid() }) } },
+    {
+      schema: { params: z.object({ approval_id: z.uuid() }), response: { 200: ApprovalVerificationSchema } },
+    },
     async (req) => {
       const { orgId, isAdmin } = guard.member(req.principal);
       const v = await verifyStoredApproval(opts.db, {
@@ -105,21 +120,25 @@ export const verificationRoutes: FastifyPluginAsyncZod<VerificationRoutesOptions
     },
   );
 
-  app.post("/v1/public-verification-tokens", { schema: { body: IssueTokenSchema } }, async (req, reply) => {
-    const orgId = guard.admin(req.principal);
-    const issued = await issueToken(opts.db, {
-      orgId,
-      body: req.body,
-      createdBy: principalLabel(req.principal!),
-      nowMs: now(),
-      publicUrl: opts.publicUrl,
-    });
-    return reply.code(201).header("cache-control", "no-store").send(issued);
-  });
+  app.post(
+    "/v1/public-verification-tokens",
+    { schema: { body: IssueTokenSchema, response: { 201: IssuedTokenSchema } } },
+    async (req, reply) => {
+      const orgId = guard.admin(req.principal);
+      const issued = await issueToken(opts.db, {
+        orgId,
+        body: req.body,
+        createdBy: principalLabel(req.principal!),
+        nowMs: now(),
+        publicUrl: opts.publicUrl,
+      });
+      return reply.code(201).header("cache-control", "no-store").send(issued);
+    },
+  );
 
   app.get(
     "/v1/public-verification-tokens",
-    { schema: { querystring: ListTokensQuerySchema } },
+    { schema: { querystring: ListTokensQuerySchema, response: { 200: TokenListSchema } } },
     async (req) => {
       const orgId = guard.admin(req.principal);
       return { tokens: await listTokens(opts.db, orgId, req.query) };
@@ -128,46 +147,65 @@ export const verificationRoutes: FastifyPluginAsyncZod<VerificationRoutesOptions
 
   app.post(
     "/v1/public-verification-tokens/:token_id/revoke",
-    { schema: { params: z.object({ token_id: z.uuid() }) } },
+    { schema: { params: z.object({ token_id: z.uuid() }), response: { 200: RevokedTokenSchema } } },
     async (req) => {
       const orgId = guard.admin(req.principal);
       return revokeToken(opts.db, { orgId, tokenId: req.params.token_id, nowMs: now() });
     },
   );
 
-  app.get("/v1/receipts/export", { schema: { querystring: ExportQuerySchema } }, async (req) => {
-    const { orgId } = guard.member(req.principal);
-    return exportReceipts(opts.db, { orgId, query: req.query, keys: opts.signingKeys, nowMs: now() });
-  });
+  app.get(
+    "/v1/receipts/export",
+    { schema: { querystring: ExportQuerySchema, response: { 200: ReceiptExportSchema } } },
+    async (req) => {
+      const { orgId } = guard.member(req.principal);
+      return exportReceipts(opts.db, { orgId, query: req.query, keys: opts.signingKeys, nowMs: now() });
+    },
+  );
 
-  app.get("/v1/receipts/checkpoint", async (req, reply) => {
-    const { orgId } = guard.member(req.principal);
-    reply.header("cache-control", "no-store");
-    return latestCheckpoint(opts.db, { orgId, keys: opts.signingKeys, nowMs: now() });
-  });
+  app.get(
+    "/v1/receipts/checkpoint",
+    { schema: { response: { 200: CheckpointSchema } } },
+    async (req, reply) => {
+      const { orgId } = guard.member(req.principal);
+      reply.header("cache-control", "no-store");
+      return latestCheckpoint(opts.db, { orgId, keys: opts.signingKeys, nowMs: now() });
+    },
+  );
 
-  app.post("/v1/verification/v2/checkpoints", { schema: { body: CheckpointSchema } }, async (req) => {
-    const { orgId } = guard.member(req.principal);
-    const v = await verifyCheckpoint(opts.db, { orgId, checkpoint: req.body, nowMs: now() });
-    opts.metrics.verifications.inc({
-      surface: "authenticated",
-      artifact_type: "checkpoint",
-      status: v.overall_status,
-    });
-    return v;
-  });
+  app.post(
+    "/v1/verification/v2/checkpoints",
+    { schema: { body: CheckpointSchema, response: { 200: CheckpointVerificationSchema } } },
+    async (req) => {
+      const { orgId } = guard.member(req.principal);
+      const v = await verifyCheckpoint(opts.db, { orgId, checkpoint: req.body, nowMs: now() });
+      opts.metrics.verifications.inc({
+        surface: "authenticated",
+        artifact_type: "checkpoint",
+        status: v.overall_status,
+      });
+      return v;
+    },
+  );
 
   for (const purpose of ["receipt", "approval"] as const) {
-    app.get(`/.well-known/tollgate/${purpose}-keys.json`, async (_req, reply) => {
-      reply.header("cache-control", "public, max-age=300");
-      return opts.signingKeys.jwks(purpose);
-    });
+    app.get(
+      `/.well-known/tollgate/${purpose}-keys.json`,
+      { schema: { response: { 200: JwksSchema } } },
+      async (_req, reply) => {
+        reply.header("cache-control", "public, max-age=300");
+        return opts.signingKeys.jwks(purpose);
+      },
+    );
   }
 
   app.get(
     "/v1/receipts/:receipt_id/verify",
     {
-      schema: { params: z.object({ receipt_id: z.uuid() }) },
+      schema: {
+        params: z.object({ receipt_id: z.uuid() }),
+        response: { 200: LegacyReceiptVerificationSchema },
+      },
       ...legacyHooks(
         opts.metrics,
         "/v1/receipts/{receipt_id}/verify",

@@ -84,7 +84,7 @@ export class SigningKeys {
     return {
       keys: rows.map((r) => ({
         ...exportPublicJwk(r.kid, createPublicKey(r.public_key_pem)),
-        status: r.retired_at ? "retired" : "active",
+        status: r.retired_at ? ("retired" as const) : ("active" as const),
         created_at: new Date(r.created_at).toISOString(),
       })),
     };

@@ -248,7 +248,7 @@ function approvalsView(check: ApprovalsEvidence): ApprovalsView {
  * stored events and approvals match it, or, for a pre-event-chain receipt, are not_evaluated),
  * no_receipt before completion, invalid when the receipt the chain names is gone.
  */
-export interface ChainEvidence {
+export type ChainEvidence = {
   status: "valid" | "invalid" | "no_receipt";
   receipt_id: string | null;
   receipt_number: string | null;
@@ -257,7 +257,7 @@ export interface ChainEvidence {
   events: EventsView | null;
   approvals: ApprovalsView | null;
   problems: string[];
-}
+};
 
 /** The evidence view of a chain whose receipt is `receiptId` (null: not completed); see ChainEvidence. */
 export async function chainEvidence(
