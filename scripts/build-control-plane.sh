@@ -139,9 +139,9 @@ fi
 
 # ---- sanity check and publish ---------------------------------------------------------
 log "checking binaries"
-"${STAGE_DIR}/etcd" --version </dev/null | head -1 >&2
+"${STAGE_DIR}/etcd" --version </dev/null | sed -n 1p >&2
 "${STAGE_DIR}/kube-apiserver" --version </dev/null >&2
-"${STAGE_DIR}/kubectl" version --client </dev/null | head -1 >&2
+"${STAGE_DIR}/kubectl" version --client </dev/null | sed -n 1p >&2
 "${STAGE_DIR}/helm" version --short </dev/null >&2
 
 rm -rf "${BIN_DIR}"
