@@ -160,7 +160,21 @@ export async function openPglite(opts: {
     maxConnections: 2,
   });
   await server.start();
-  const pool = new pg.Pool({ host: opts.socketDir, port, user: "postgres", database: "postgres", max });
+  // PGlite is one session: what a connection prepared outlives it. pg's pool closed its idle
+  // client after 10 s, and the next connection's named statements then failed with "prepared
+  // statement already exists" (a 500 after an idle spell). Keep the one client open, and start any
+  // new connection (after an error) from a clean slate.
+  const pool = new pg.Pool({
+    host: opts.socketDir,
+    port,
+    user: "postgres",
+    database: "postgres",
+    max,
+    idleTimeoutMillis: 0,
+  });
+  pool.on("connect", (client) => {
+    client.query("DEALLOCATE ALL").catch(() => {});
+  });
   pool.on("error", () => {});
   return new PgDatabase(pool, "pglite", async () => {
     await server.stop();
