@@ -92,6 +92,10 @@ export async function startOperatorProcess(o: OperatorProcessOptions): Promise<O
       TOLLGATE_HEALTH_HOST: "127.0.0.1",
       TOLLGATE_HEALTH_PORT: String(healthPort),
       TOLLGATE_SIDECAR_IMAGE: "ghcr.io/tollgate/sidecar:bench",
+      // The control plane runs without the ServiceAccount admission plugin, so Pods have no
+      // serviceAccountName and the API server refuses the default projected-token volume (422);
+      // the API-key patch is the same size (one volume, one mount, one variable).
+      TOLLGATE_SIDECAR_AUTH: "apiKey",
       ...(o.workers !== undefined && { TOLLGATE_WORKERS: String(o.workers) }),
       LOG_LEVEL: "warn",
     },

@@ -216,7 +216,16 @@ describe("charts/tollgate", () => {
     // OOMKilled. Resources follow the database mode unless service.resources is set.
     expect(c.resources).toEqual({ requests: { cpu: "100m", memory: "256Mi" }, limits: { memory: "1Gi" } });
     expect(env(c, "TOLLGATE_MASTER_KEY_FILE").value).toBe("/var/run/tollgate/secrets/master-key");
-    expect(svc.spec.template.spec.automountServiceAccountToken).toBe(false);
+    // Identity is on by default: the service's own token asks the API server for TokenReviews.
+    expect(svc.spec.template.spec.automountServiceAccountToken).toBe(true);
+    const reviewer = objs.find(
+      (o: Obj) => o.kind === "ClusterRole" && o.metadata.name.endsWith("-service-identity"),
+    );
+    expect(reviewer?.rules).toEqual([
+      { apiGroups: ["authentication.k8s.io"], resources: ["tokenreviews"], verbs: ["create"] },
+      { apiGroups: [""], resources: ["namespaces"], verbs: ["get"] },
+    ]);
+    expect(env(c, "TOLLGATE_WORKLOAD_IDENTITY").value).toBe("on");
 
     const pdb = find(objs, "PodDisruptionBudget", FULL);
     expect(pdb.spec.selector.matchLabels).toEqual(svc.spec.selector.matchLabels);

@@ -229,6 +229,8 @@ export async function spawnOperator(
       TOLLGATE_WEBHOOK_EXTRA_SANS: "127.0.0.1",
       TOLLGATE_HEALTH_HOST: "127.0.0.1",
       TOLLGATE_HEALTH_PORT: String(healthPort),
+      // As the in-process operators of this suite: namespace API keys (see testOperatorConfig).
+      TOLLGATE_SIDECAR_AUTH: "apiKey",
       LOG_LEVEL: "info",
       ...opts.extraEnv,
     },

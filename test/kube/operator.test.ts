@@ -94,6 +94,9 @@ describe("the operator reconciles CRDs into a running governance service", () =>
     expect(o.effective_config.custom_rules.map((c: { name: string }) => c.name)).toEqual([
       "no-production-deletes",
       "flag-large-exports",
+      "large-invoices",
+      "refunds-only-from-invoice-agent",
+      "no-email-after-customer-read",
     ]);
 
     const listed = await fx.env.k(["get", "governancepolicies", "-n", NS]);
