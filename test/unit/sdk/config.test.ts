@@ -120,11 +120,15 @@ describe("validation", () => {
   });
 
   it("never puts the API key into validation errors", () => {
+    let thrown: unknown = null;
     try {
       createConfig(KEY, { backendTimeoutSeconds: -1 });
     } catch (err) {
-      expect(String(err)).not.toContain(KEY);
+      thrown = err;
     }
+    expect(thrown).toBeInstanceOf(TypeError);
+    expect(String(thrown)).toMatch(/backendTimeoutSeconds/);
+    expect(String(thrown)).not.toContain(KEY);
   });
 });
 
