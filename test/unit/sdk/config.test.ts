@@ -1,13 +1,14 @@
 /** init / createConfig: defaults, validation, fail modes, deprecations, secrecy of the key. */
 import { inspect } from "node:util";
 import { afterEach, describe, expect, it, vi } from "vitest";
+import { resetConfig } from "../../../src/sdk/config.js";
+import * as publicSdk from "../../../src/sdk/index.js";
 import {
   ChainConfig,
   createConfig,
   DEFAULT_FAIL_MODES,
   getConfig,
   init,
-  resetConfig,
   sanitizeForConfig,
 } from "../../../src/sdk/index.js";
 
@@ -218,5 +219,11 @@ describe("sanitizeForConfig", () => {
       s: "abc…[truncated]",
     });
     expect(sanitizeForConfig(null, c)).toEqual({});
+  });
+});
+
+describe("public surface", () => {
+  it("does not export the test-only resetConfig", () => {
+    expect(publicSdk).not.toHaveProperty("resetConfig");
   });
 });
