@@ -4,6 +4,11 @@
 // plain summary line "N passed, N failed" (plus skipped) over both that any CI can read. Exits
 // non-zero when either runner fails.
 //
+// pytest runs twice, like the service-pglite and service-postgres vitest projects: once against
+// a service on embedded PGlite, once on a throwaway real PostgreSQL cluster
+// (TOLLGATE_TEST_DATABASE, python/tests/support.py). TOLLGATE_TEST_DATABASE=pglite|postgres
+// selects one of them; with TOLLGATE_TEST_URL (a running service) pytest runs once.
+//
 // Arguments go to vitest (`npm test -- test/sdk`). TOLLGATE_SKIP_PYTHON=1 runs only vitest,
 // TOLLGATE_SKIP_VITEST=1 only pytest; PYTEST_ADDOPTS passes options to pytest (`-k langgraph`).
 import { spawnSync } from "node:child_process";
@@ -38,19 +43,34 @@ if (process.env.TOLLGATE_SKIP_VITEST !== "1") {
 }
 
 if (process.env.TOLLGATE_SKIP_PYTHON !== "1") {
-  const result = runPytest();
-  counts.passed += result.passed;
-  counts.failed += result.failed;
-  counts.skipped += result.skipped;
-  if (result.status !== 0 && status === 0) status = result.status;
+  for (const database of pytestDatabases()) {
+    const result = runPytest(database);
+    counts.passed += result.passed;
+    counts.failed += result.failed;
+    counts.skipped += result.skipped;
+    if (result.status !== 0 && status === 0) status = result.status;
+  }
 }
 
 console.log(`\n${counts.passed} passed, ${counts.failed} failed${counts.skipped ? `, ${counts.skipped} skipped` : ""}`);
 process.exit(status);
 
-/** Runs python/'s pytest suite; its counts come from the JUnit XML report. */
-function runPytest() {
-  console.log("\n== Python SDK (pytest)");
+/**
+ * The databases pytest's service runs on, one pytest run each: both by default; the one named by
+ * TOLLGATE_TEST_DATABASE; `null` (one run, no choice made here) against TOLLGATE_TEST_URL.
+ */
+function pytestDatabases() {
+  if (process.env.TOLLGATE_TEST_URL) return [null];
+  const chosen = process.env.TOLLGATE_TEST_DATABASE;
+  return chosen ? [chosen] : ["pglite", "postgres"];
+}
+
+/**
+ * Runs python/'s pytest suite with its service on `database` ("pglite" or "postgres"; null
+ * leaves TOLLGATE_TEST_DATABASE as it is); its counts come from the JUnit XML report.
+ */
+function runPytest(database) {
+  console.log(`\n== Python SDK (pytest${database ? `, service on ${database}` : ""})`);
   const venv = spawnSync("bash", ["scripts/python-env.sh"], {
     stdio: ["ignore", "pipe", "inherit"],
     encoding: "utf8",
@@ -60,7 +80,7 @@ function runPytest() {
     console.error("scripts/python-env.sh failed: the Python suite did not run");
     return { passed: 0, failed: 1, skipped: 0, status: 1 };
   }
-  const report = path.resolve("test-artifacts/pytest-report.xml");
+  const report = path.resolve(`test-artifacts/pytest-report${database ? `-${database}` : ""}.xml`);
   rmSync(report, { force: true });
   // The venv's editable link may point at another checkout (the venv is shared): PYTHONPATH makes
   // this checkout's sources win.
@@ -69,7 +89,7 @@ function runPytest() {
   const run = spawnSync(python, ["-m", "pytest", `--junitxml=${report}`, "-o", "junit_family=xunit2"], {
     cwd: "python",
     stdio: ["ignore", "inherit", "inherit"],
-    env: { ...process.env, PYTHONPATH: pythonPath },
+    env: { ...process.env, PYTHONPATH: pythonPath, ...(database && { TOLLGATE_TEST_DATABASE: database }) },
   });
   const exit = run.status ?? 1;
   try {

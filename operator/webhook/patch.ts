@@ -4,7 +4,9 @@
  * token by default, or the namespace's API-key Secret —, upstream credential Secrets, TOLLGATE_*
  * environment). Every volume is mounted into the sidecar container only: the agent's containers
  * hold no Tollgate or tool secret (issue 27).
- * Plain data in, plain data out; operator/webhook/server.ts does the I/O.
+ * Plain data in, plain data out; operator/webhook/server.ts does the I/O. The patch is not written
+ * by hand: the builder mutates a copy of the pod and diffs it against the original with
+ * fast-json-patch's `compare` (the habit of the field, e.g. pepr's mutate processor).
  *
  * Selection (DESIGN.md "Names"): pods of namespaces labelled `tollgate.dev/injection=enabled`, or
  * pods annotated `tollgate.dev/inject: "true"`; `tollgate.dev/inject: "false"` opts out. A pod
@@ -12,6 +14,7 @@
  * `tollgate-sidecar` is never injected twice. Injected pods get the label
  * `tollgate.dev/sidecar: injected`, which the chart's PodMonitor selects.
  */
+import jsonpatch, { type Operation } from "fast-json-patch";
 
 /** Labels and annotations the webhook reads or writes. */
 export const Labels = {
@@ -138,7 +141,6 @@ export interface InjectionConfig {
   /** Lifetime of the projected token in seconds (≥ 600, the kubelet rotates it at 80%); default 600. */
   tokenExpirationSeconds?: number;
 }
-
 /** The parts of a Pod the builder reads (core/v1 Pod as JSON). */
 export interface PodLike {
   metadata?: {
@@ -166,21 +168,17 @@ export interface NamespaceLike {
   labels?: Record<string, string>;
 }
 
-/** One RFC 6902 operation (only `add` is produced). */
-export interface PatchOperation {
-  op: "add";
-  path: string;
-  value: unknown;
-}
+/**
+ * One RFC 6902 operation, as fast-json-patch types it. {@link buildInjection} produces `add`,
+ * `replace` and `remove` (see there why a prepended container shows as more than one `add`).
+ */
+export type PatchOperation = Operation;
 
 /** Result of {@link buildInjection}. */
 export type InjectionDecision =
   | { kind: "inject"; patch: PatchOperation[]; organization: string; agentName: string }
   | { kind: "skip"; reason: string }
   | { kind: "deny"; message: string };
-
-/** RFC 6901 escaping of one JSON Pointer segment. */
-export const pointerSegment = (s: string): string => s.replace(/~/g, "~0").replace(/\//g, "~1");
 
 const SLUG = /^[a-z0-9]([a-z0-9-]*[a-z0-9])?$/;
 
@@ -450,26 +448,17 @@ export function credentialVolumes(upstreams: unknown): CredentialVolumes {
 }
 
 /**
- * `add` operations that put `entries` into the string map at `path` (annotations, labels):
- * one operation creating the map when the pod has none, else one per key (escaped).
- */
-export function addToMap(
-  path: string,
-  existing: Record<string, string> | undefined,
-  entries: Record<string, string>,
-): PatchOperation[] {
-  if (!existing) return [{ op: "add", path, value: { ...entries } }];
-  return Object.entries(entries).map(([key, value]) => ({
-    op: "add" as const,
-    path: `${path}/${pointerSegment(key)}`,
-    value,
-  }));
-}
-
-/**
  * Decides and builds the injection for a Pod being created in `ns`. Denies (with a message that
  * names the annotation or label) when injection is requested but the organization, agent name or
  * upstreams annotation is missing or invalid, or a volume name collides.
+ *
+ * The patch is `compare(pod, injected)`, where `injected` is a structuredClone of `pod` with the
+ * marker annotations and the sidecar label merged in, the sidecar container first (the first init
+ * container in native mode, else the first container) and its volumes appended. fast-json-patch
+ * compares arrays index by index, so prepending the sidecar to an existing list shows as
+ * `replace`/`remove`/`add` operations on the existing entries' fields plus an `add` at the old
+ * length (never past the end); the API server applies them to the same pod, so the stored pod is
+ * `injected`. Maps and lists the pod lacks are added whole; map keys are RFC 6901-escaped.
  */
 export function buildInjection(pod: PodLike, ns: NamespaceLike, cfg: InjectionConfig): InjectionDecision {
   const reason = skipReason(pod, ns);
@@ -520,18 +509,12 @@ export function buildInjection(pod: PodLike, ns: NamespaceLike, cfg: InjectionCo
     return { kind: "deny", message: `tollgate: spec.volumes already has a volume named ${collision.name}` };
   }
 
-  const patch: PatchOperation[] = [];
   const native = cfg.mode === SidecarMode.native;
   const added: Record<string, string> = { [Annotations.injected]: "true" };
   // Container mode puts the sidecar first: keep `kubectl logs/exec` on the agent's container.
   const firstContainer = pod.spec?.containers?.[0]?.name;
   if (!native && firstContainer && annotations?.[Annotations.defaultContainer] === undefined)
     added[Annotations.defaultContainer] = firstContainer;
-  patch.push(...addToMap("/metadata/annotations", annotations, added));
-  patch.push(
-    ...addToMap("/metadata/labels", pod.metadata?.labels, { [Labels.sidecar]: SIDECAR_LABEL_VALUE }),
-  );
-
   const container = sidecarContainer(
     cfg,
     organization,
@@ -540,45 +523,34 @@ export function buildInjection(pod: PodLike, ns: NamespaceLike, cfg: InjectionCo
     takenPortNames(pod),
     credentials.mounts,
   );
-  if (native) {
-    if (!pod.spec?.initContainers)
-      patch.push({ op: "add", path: "/spec/initContainers", value: [container] });
-    else patch.push({ op: "add", path: "/spec/initContainers/0", value: container });
-  } else if (!pod.spec?.containers) {
-    patch.push({ op: "add", path: "/spec/containers", value: [container] });
-  } else {
-    patch.push({ op: "add", path: "/spec/containers/0", value: container });
-  }
-  if (!pod.spec?.volumes) patch.push({ op: "add", path: "/spec/volumes", value: addedVolumes });
-  else for (const value of addedVolumes) patch.push({ op: "add", path: "/spec/volumes/-", value });
+
+  const injected = structuredClone(pod) as MutablePod;
+  const metadata = injected.metadata ?? {};
+  injected.metadata = metadata;
+  metadata.annotations = { ...metadata.annotations, ...added };
+  metadata.labels = { ...metadata.labels, [Labels.sidecar]: SIDECAR_LABEL_VALUE };
+  const spec = injected.spec ?? {};
+  injected.spec = spec;
+  if (native) spec.initContainers = [container, ...(spec.initContainers ?? [])];
+  else spec.containers = [container, ...(spec.containers ?? [])];
+  spec.volumes = [...(spec.volumes ?? []), ...addedVolumes];
+  const patch = jsonpatch.compare(pod as object, injected as object);
   return { kind: "inject", patch, organization, agentName };
 }
 
+/** A copy of a pod that {@link buildInjection} adds to: lists of any entries, maps of strings. */
+interface MutablePod {
+  metadata?: NonNullable<PodLike["metadata"]>;
+  spec?: { containers?: unknown[]; initContainers?: unknown[]; volumes?: unknown[] };
+}
+
 /**
- * Applies `add` operations to a JSON document (enough of RFC 6902 for tests and the benchmark to
- * check what the API server will store). Returns a new document; throws on a missing parent.
+ * Applies a JSON Patch to a copy of `doc` with fast-json-patch, validating each operation as the
+ * API server does (what tests and the benchmark use to check the pod the API server will store).
+ * Returns the new document; `doc` is not changed.
+ * @throws fast-json-patch's JsonPatchError when an operation is invalid or its path does not
+ *   resolve (e.g. a missing parent).
  */
-export function applyPatch<T>(doc: T, patch: PatchOperation[]): T {
-  const out = structuredClone(doc) as unknown;
-  for (const op of patch) {
-    const segments = op.path
-      .split("/")
-      .slice(1)
-      .map((s) => s.replace(/~1/g, "/").replace(/~0/g, "~"));
-    const last = segments.pop()!;
-    let parent = out as Record<string, unknown> | unknown[];
-    for (const s of segments) {
-      const next = (parent as Record<string, unknown>)[s];
-      if (next === undefined || next === null || typeof next !== "object")
-        throw new Error(`no parent at ${op.path}`);
-      parent = next as Record<string, unknown>;
-    }
-    if (Array.isArray(parent)) {
-      if (last === "-") parent.push(op.value);
-      else parent.splice(Number(last), 0, op.value);
-    } else {
-      (parent as Record<string, unknown>)[last] = op.value;
-    }
-  }
-  return out as T;
+export function applyPatch<T>(doc: T, patch: readonly PatchOperation[]): T {
+  return jsonpatch.applyPatch(structuredClone(doc), [...patch], true, true).newDocument;
 }

@@ -7,7 +7,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from sdk import reset_config
+from sdk._testing import reset_config
 
 from .support import Admin, Env, Proxy, ServiceProcess
 

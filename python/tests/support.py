@@ -82,6 +82,14 @@ class Postgres:
         )
         self._run("pg_ctl", "-D", self.data, "-l", os.path.join(self.dir, "pg.log"), "-o", options, "-w", "start")
 
+    def query(self, sql: str) -> str:
+        """The unaligned, tuples-only output of ``sql`` run by psql on database ``postgres``."""
+        argv = [str(self.bin / "psql"), "-h", "127.0.0.1", "-p", str(self.port), "-U", "postgres", "-tA", "-c", sql]
+        if os.geteuid() == 0:
+            argv = ["runuser", "-u", "postgres", "--", *argv]
+        done = subprocess.run(argv, check=True, stdin=subprocess.DEVNULL, capture_output=True, timeout=60, text=True)
+        return done.stdout.strip()
+
     def stop(self) -> None:
         try:
             self._run("pg_ctl", "-D", self.data, "stop", "-m", "fast", "-w", "-t", "20")

@@ -10,6 +10,7 @@ import pytest
 
 import sdk
 from sdk import DEFAULT_FAIL_MODES, ChainConfig, create_config, init
+from sdk._testing import reset_config
 
 
 def test_init_has_the_spec_defaults_and_stores_the_configuration() -> None:
@@ -119,6 +120,11 @@ def test_fail_mode_resolution_order() -> None:
 
 
 def test_get_config_without_init_raises() -> None:
-    sdk.reset_config()
+    reset_config()
     with pytest.raises(RuntimeError, match="init"):
         sdk.get_config()
+
+
+def test_reset_config_is_not_public() -> None:
+    assert not hasattr(sdk, "reset_config")
+    assert "reset_config" not in sdk.__all__

@@ -19,7 +19,6 @@
  *   outside the service.
  */
 import { z } from "zod";
-import { EventOutcomeSchema, ExceptionDurationSchema } from "../contract/v1/wire.js";
 import { parseReceiptNumber } from "./number.js";
 
 /**
@@ -54,6 +53,34 @@ export const ReceiptNumberSchema = z
   .string()
   .regex(/^PR-\d{4}-\d{5,}$/, "must have the form PR-YYYY-NNNNN")
   .refine((text) => parseReceiptNumber(text) !== null, "must be a canonical receipt number");
+
+/** Lowercase hex SHA-256 without prefix. */
+const Sha256Hex = z.string().regex(/^[0-9a-f]{64}$/, "must be 64 lowercase hex characters");
+
+/**
+ * What happened when an allowed action was carried out, as reported back to the service
+ * (POST .../events/{event_id}/outcome, POST /v1/outcomes); receipts carry it in canonical order.
+ * Part of the wire contract too: src/contract/v1/wire.ts re-exports it.
+ */
+export const EventOutcomeSchema = z
+  .object({
+    status: z.enum(["success", "error"]),
+    /** Class or kind of the error; null on success. */
+    error_class: z.string().nullable(),
+    /** Milliseconds the action took. */
+    duration_ms: z.number().nonnegative(),
+    /** Lowercase hex SHA-256 (no prefix) of the tool result; null when not reported. */
+    result_sha256: Sha256Hex.nullable(),
+  })
+  .strict();
+export type EventOutcome = z.infer<typeof EventOutcomeSchema>;
+
+/**
+ * Exception durations of the spec: 1 hour, 1 day, 1 week, 1 month (a calendar month, UTC).
+ * Re-exported by src/contract/v1/wire.ts (the approval decision's `exception_duration`).
+ */
+export const ExceptionDurationSchema = z.enum(["1h", "1d", "1w", "1m"]);
+export type ExceptionDuration = z.infer<typeof ExceptionDurationSchema>;
 
 /** `sha256:<64 lowercase hex>`: a SHA-256 digest as receipts name it (receipt and event hashes). */
 export const Sha256RefSchema = z
@@ -115,8 +142,6 @@ export const ReceiptApprovalSchema = signedObject({
   }).nullable(),
 });
 export type ReceiptApproval = z.infer<typeof ReceiptApprovalSchema>;
-
-export { type EventOutcome, EventOutcomeSchema } from "../contract/v1/wire.js";
 
 /**
  * A verified workload identity as receipts and event records carry it (the service's

@@ -308,7 +308,11 @@ export function getConfig(): ChainConfig {
   return current;
 }
 
-/** Forgets the process-wide configuration (tests). */
+/**
+ * Forgets the process-wide configuration stored by init, so that the next getConfig throws.
+ * Test-only: not exported by the package entry (src/sdk/index.ts); tests import it from here.
+ * @internal
+ */
 export function resetConfig(): void {
   current = null;
 }

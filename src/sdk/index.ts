@@ -66,7 +66,6 @@ export {
   type InitOptions,
   type InitPolicySettings,
   init,
-  resetConfig,
   type SdkInternals,
 } from "./config.js";
 export {

@@ -22,6 +22,7 @@ import os from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { parseAllDocuments } from "yaml";
+import { VERSION } from "../../src/version.js";
 import {
   api,
   apiCall,
@@ -690,16 +691,14 @@ describe("Tollgate in a kind cluster", () => {
   });
 
   it("Prometheus metrics of the service, the operator and the sidecar are scraped from inside the cluster", async () => {
-    const op = (await pods(NS, "app.kubernetes.io/component=operator"))[0]!;
+    const running = (list: Obj[]) =>
+      list.filter((p) => p.status.phase === "Running" && !p.metadata.deletionTimestamp);
+    const operators = running(await pods(NS, "app.kubernetes.io/component=operator"));
     const agentPodObj = await kJson(["-n", AGENTS, "get", "pod", agentPod]);
-    const targets = {
-      service: `http://tollgate.${NS}.svc:8000/metrics`,
-      operator: `http://${op.status.podIP}:8081/metrics`,
-      sidecar: `http://${agentPodObj.status.podIP}:9091/metrics`,
-    };
     // A scraper pod in an ungoverned namespace (the service pod's image has node).
     const scraper = (await pods(NS, "app.kubernetes.io/component=service"))[0]!.metadata.name;
-    for (const [what, url] of Object.entries(targets)) {
+    /** GET a /metrics URL from inside the cluster; the exposition text. */
+    const scrape = async (what: string, url: string): Promise<string> => {
       const out = await k([
         "-n",
         NS,
@@ -714,12 +713,73 @@ describe("Tollgate in a kind cluster", () => {
       expect(status, `${what} ${url}`).toBe("200");
       expect(type).toMatch(/^text\/plain/);
       const text = body.join("\n");
-      expect(text).toMatch(/^# TYPE /m);
       log(
         `${what}: ${url} → ${text.split("\n").filter((l) => l.startsWith("# TYPE")).length} metric families`,
       );
-      if (what === "sidecar") expect(text).toMatch(/tollgate_sidecar_/);
-    }
+      return text;
+    };
+    /** Values of the samples of `name` whose labels include `labels` (prom-client's text format). */
+    const values = (text: string, name: string, labels: Record<string, string> = {}): number[] =>
+      text.split("\n").flatMap((line) => {
+        const m = /^([a-zA-Z_:][\w:]*)(?:\{(.*)\})? (\S+)$/.exec(line);
+        if (!m || m[1] !== name) return [];
+        const have = Object.fromEntries(
+          [...(m[2] ?? "").matchAll(/(\w+)="((?:[^"\\]|\\.)*)"/g)].map((l) => [l[1], l[2]]),
+        );
+        return Object.entries(labels).every(([k, v]) => have[k] === v) ? [Number(m[3])] : [];
+      });
+    const sum = (xs: number[]) => xs.reduce((a, b) => a + b, 0);
+    /** The one build_info sample of a component: 1, labelled with this build's version. */
+    const buildInfo = (text: string, component: string) => {
+      const [line, ...more] = text
+        .split("\n")
+        .filter((l) => l.startsWith(`tollgate_${component}_build_info{`));
+      expect(more, `${component} build_info`).toEqual([]);
+      expect(line, `${component} build_info`).toMatch(
+        new RegExp(
+          `^tollgate_${component}_build_info\\{version="${VERSION.replace(/\./g, "\\.")}",commit="[^"]+",nodejs_version="v\\d+\\.\\d+\\.\\d+"\\} 1$`,
+        ),
+      );
+    };
+
+    // The service (one replica behind the Service): built as this checkout, and counting the
+    // kubelet's readiness probes as requests of the /readyz route.
+    const service = await scrape("service", `http://tollgate.${NS}.svc:8000/metrics`);
+    buildInfo(service, "service");
+    expect(
+      sum(
+        values(service, "http_server_request_duration_seconds_count", {
+          http_request_method: "GET",
+          http_route: "/readyz",
+          http_response_status_class: "2xx",
+        }),
+      ),
+    ).toBeGreaterThan(0);
+
+    // Every operator replica: exactly one leads; between them they reconciled and injected.
+    expect(operators.length).toBeGreaterThan(0);
+    const opTexts = await Promise.all(
+      operators.map((op) => scrape(`operator ${op.metadata.name}`, `http://${op.status.podIP}:8081/metrics`)),
+    );
+    for (const text of opTexts) buildInfo(text, "operator");
+    expect(sum(opTexts.flatMap((t) => values(t, "tollgate_operator_leader")))).toBe(1);
+    expect(
+      sum(opTexts.flatMap((t) => values(t, "tollgate_operator_reconciles_total", { result: "success" }))),
+    ).toBeGreaterThan(0);
+    expect(
+      sum(
+        opTexts.flatMap((t) =>
+          values(t, "tollgate_operator_webhook_admissions_total", { outcome: "injected" }),
+        ),
+      ),
+    ).toBeGreaterThan(0);
+
+    // The agent's sidecar: it forwarded the allowed gRPC invocations of the steps above.
+    const sidecar = await scrape("sidecar", `http://${agentPodObj.status.podIP}:9091/metrics`);
+    buildInfo(sidecar, "sidecar");
+    expect(
+      sum(values(sidecar, "tollgate_sidecar_invocations_total", { decision: "allow", surface: "grpc" })),
+    ).toBeGreaterThan(0);
     // The probe face serves probes and metrics only: never the MCP face.
     const mcp = await k([
       "-n",

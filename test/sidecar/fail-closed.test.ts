@@ -126,14 +126,23 @@ describe("sidecar fails closed", () => {
     expect(forwarded("read_secret_store")).toHaveLength(0);
   });
 
-  it.each([500, 400, 401, 403, 404, 409])(
-    "the service answering %i is an error, never the fail mode allow",
-    async (code) => {
+  // Each answer's own status (sidecar/errors.ts toGatewayError): a rejected key or an unknown
+  // failure is INTERNAL, a 400 INVALID_ARGUMENT, a 404 NOT_FOUND; none is UNAVAILABLE.
+  it.each([
+    [500, status.INTERNAL, "INTERNAL"],
+    [400, status.INVALID_ARGUMENT, "INVALID_ARGUMENT"],
+    [401, status.INTERNAL, "INTERNAL"],
+    [403, status.INTERNAL, "INTERNAL"],
+    [404, status.NOT_FOUND, "NOT_FOUND"],
+    [409, status.INTERNAL, "INTERNAL"],
+  ])(
+    "the service answering %i is an error (gRPC %i, %s), never the fail mode allow",
+    async (code, grpcCode, errorCode) => {
       answer = code;
       try {
         const err = await expectFailure(invoke("read_file", { path: "/tmp/a" }));
-        expect(err.code).not.toBe(status.OK);
-        expect(err.errorCode).not.toBe("BACKEND_UNAVAILABLE");
+        expect(err.code).toBe(grpcCode);
+        expect(err.errorCode).toBe(errorCode);
         expect(forwarded("read_file")).toHaveLength(0);
       } finally {
         answer = null;

@@ -405,7 +405,13 @@ describe("sidecar gRPC ToolGateway", () => {
       ),
     );
     expect(results.every((r) => r.forwarded && r.decision?.policy_decision === "allow")).toBe(true);
-    expect((await s.storedChain(chainId)).events).toHaveLength(8);
+    // One connection delivers the calls in the order they were made; the chain's decision
+    // queue records them in that order: the i-th call is the i-th event, with its own id.
+    const { events } = await s.storedChain(chainId);
+    expect(events.map((e) => [e.sequence, e.action_name])).toEqual(
+      results.map((_, i) => [i + 1, `parallel_${i}`]),
+    );
+    expect(results.map((r) => r.decision?.event_id)).toEqual(events.map((e) => e.event_id));
   });
 });
 

@@ -35,9 +35,14 @@ export interface TestService {
   close(): Promise<void>;
 }
 
-/** Starts a test service; `listen` also serves it on a loopback port for real HTTP clients. */
+/**
+ * Starts a test service; `listen` also serves it on a loopback port for real HTTP clients;
+ * `notify` (PostgreSQL only; ignored on PGlite) gives it the approval LISTEN connection that a
+ * deployed service has (src/service/approvals/listener.ts), so wake-ups sent by NOTIFY at COMMIT
+ * reach its held requests.
+ */
 export async function startTestService(
-  opts: { listen?: boolean; poolMax?: number; workloads?: WorkloadAuthenticator } = {},
+  opts: { listen?: boolean; notify?: boolean; poolMax?: number; workloads?: WorkloadAuthenticator } = {},
 ): Promise<TestService> {
   const database = await freshDatabase({ poolMax: opts.poolMax });
   const clock = new ManualClock();
@@ -50,6 +55,7 @@ export async function startTestService(
     schedulerIntervalMs: 0,
     defaultMetrics: false,
     workloads: opts.workloads,
+    ...(opts.notify && database.url !== undefined && { databaseUrl: database.url }),
   });
   let url = "";
   if (opts.listen) url = await service.app.listen({ port: 0, host: "127.0.0.1" });

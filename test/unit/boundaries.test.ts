@@ -43,6 +43,9 @@ describe("component boundaries refused by the build", () => {
     ["src/service", "../../operator/operator.js"],
     ["src/policy", "../service/app.js"],
     ["src/receipts", "../sdk/index.js"],
+    ["src/receipts", "../contract/v1/wire.js"],
+    ["src/policy", "../receipts/schema.js"],
+    ["src/policy", "../contract/v1/wire.js"],
     ["src/contract/v1", "../../service/app.js"],
   ])("%s may not import %s", async (dir, specifier) => {
     expect(await restricted(dir, specifier)).toBe(true);
@@ -54,6 +57,7 @@ describe("component boundaries refused by the build", () => {
     ["src/service/chains", "../../contract/v1/admin.js"],
     ["src/sdk", "../policy/sanitize.js"],
     ["src/contract/v1", "../../policy/schema.js"],
+    ["src/contract/v1", "../../receipts/schema.js"],
   ])("%s may import %s", async (dir, specifier) => {
     expect(await restricted(dir, specifier)).toBe(false);
   });

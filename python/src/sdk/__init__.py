@@ -26,7 +26,6 @@ from .config import (
     create_config,
     get_config,
     init,
-    reset_config,
 )
 from .exceptions import (
     ActionDeniedError,
@@ -73,5 +72,4 @@ __all__ = [
     "exceptions",
     "get_config",
     "init",
-    "reset_config",
 ]

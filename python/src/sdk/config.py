@@ -30,7 +30,6 @@ __all__ = [
     "create_config",
     "get_config",
     "init",
-    "reset_config",
 ]
 
 FailMode = Literal["deny", "allow"]
@@ -452,8 +451,11 @@ def get_config() -> ChainConfig:
     return config
 
 
-def reset_config() -> None:
-    """Forgets the process-wide configuration (tests)."""
+def _reset_config() -> None:
+    """Forgets the process-wide configuration stored by ``init``.
+
+    Not public: tests reach it as ``sdk._testing.reset_config``.
+    """
     global _current
     with _lock:
         _current = None

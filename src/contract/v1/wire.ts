@@ -1,7 +1,8 @@
 /**
  * Wire shapes shared by the service and the client libraries that are not the policy engine's
  * own (those are in src/policy/schema.ts: Action, PolicyDecision, the policy configuration) nor
- * the receipt's (src/receipts/schema.ts): lifecycle states, outcome reports, their limits.
+ * the receipt's (src/receipts/schema.ts, whose outcome and exception-duration shapes are re-exported
+ * here): lifecycle states, outcome reports, their limits.
  * Snake_case, as every wire shape.
  */
 import { z } from "zod";
@@ -27,29 +28,18 @@ export const ApprovalStatus = {
 export type ApprovalStatus = (typeof ApprovalStatus)[keyof typeof ApprovalStatus];
 export const ApprovalStatusSchema = z.enum(["pending", "approved", "denied", "timed_out", "cancelled"]);
 
-/** Lowercase hex SHA-256 without prefix. */
-const Sha256Hex = z.string().regex(/^[0-9a-f]{64}$/, "must be 64 lowercase hex characters");
-
 /**
- * What happened when an allowed action was carried out, as reported back to the service
- * (POST .../events/{event_id}/outcome, POST /v1/outcomes); receipts carry it in canonical order.
+ * What happened when an allowed action was carried out, as reported back to the service, and
+ * the exception durations: both are signed into receipts, so the receipt format
+ * (src/receipts/schema.ts) declares them and the contract re-exports them (imports point from the
+ * contract to receipts, never back).
  */
-export const EventOutcomeSchema = z
-  .object({
-    status: z.enum(["success", "error"]),
-    /** Class or kind of the error; null on success. */
-    error_class: z.string().nullable(),
-    /** Milliseconds the action took. */
-    duration_ms: z.number().nonnegative(),
-    /** Lowercase hex SHA-256 (no prefix) of the tool result; null when not reported. */
-    result_sha256: Sha256Hex.nullable(),
-  })
-  .strict();
-export type EventOutcome = z.infer<typeof EventOutcomeSchema>;
+export {
+  type EventOutcome,
+  EventOutcomeSchema,
+  type ExceptionDuration,
+  ExceptionDurationSchema,
+} from "../../receipts/schema.js";
 
 /** Most outcomes one POST /v1/outcomes may carry. */
 export const MAX_OUTCOMES_PER_BATCH = 500;
-
-/** Exception durations of the spec: 1 hour, 1 day, 1 week, 1 month (a calendar month, UTC). */
-export const ExceptionDurationSchema = z.enum(["1h", "1d", "1w", "1m"]);
-export type ExceptionDuration = z.infer<typeof ExceptionDurationSchema>;

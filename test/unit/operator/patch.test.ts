@@ -6,8 +6,8 @@ import {
   DEFAULT_SIDECAR_RESOURCES,
   type InjectionConfig,
   type NamespaceLike,
+  type PatchOperation,
   type PodLike,
-  pointerSegment,
   SIDECAR_NODE_OPTIONS,
   skipReason,
   takenPortNames,
@@ -102,6 +102,10 @@ describe("agentNameOf", () => {
   });
 });
 
+/** `op path` of each operation not inside /spec/containers/0 (where the sidecar replaces the agent's fields). */
+const outsideFirstContainer = (patch: readonly PatchOperation[]) =>
+  patch.filter((o) => !o.path.startsWith("/spec/containers/0/")).map((o) => `${o.op} ${o.path}`);
+
 describe("buildInjection", () => {
   it("injects container, volume, env and the marker into a pod without annotations or volumes", () => {
     const p: PodLike = {
@@ -111,11 +115,13 @@ describe("buildInjection", () => {
     const d = buildInjection(p, governed, cfg);
     expect(d.kind).toBe("inject");
     if (d.kind !== "inject") return;
-    expect(d.patch.map((o) => o.path)).toEqual([
-      "/metadata/annotations",
-      "/metadata/labels/tollgate.dev~1sidecar",
-      "/spec/containers/0",
-      "/spec/volumes",
+    // The diff of the injected copy: what the pod lacked is added whole, a key is escaped; the
+    // sidecar takes index 0 (field by field) and the agent moves to the old length.
+    expect(outsideFirstContainer(d.patch)).toEqual([
+      "add /spec/containers/1",
+      "add /spec/volumes",
+      "add /metadata/labels/tollgate.dev~1sidecar",
+      "add /metadata/annotations",
     ]);
     const out = applyPatch(p, d.patch) as any;
     expect(out.metadata.annotations).toEqual({
@@ -265,12 +271,13 @@ describe("buildInjection", () => {
     );
     const d = buildInjection(p, governed, cfg);
     if (d.kind !== "inject") throw new Error(d.kind);
-    expect(d.patch.map((o) => o.path)).toEqual([
-      "/metadata/annotations/tollgate.dev~1injected",
-      "/metadata/annotations/kubectl.kubernetes.io~1default-container",
-      "/metadata/labels",
-      "/spec/containers/0",
-      "/spec/volumes/-",
+    // Appends are `add` at the old length, which the API server accepts.
+    expect(outsideFirstContainer(d.patch)).toEqual([
+      "add /spec/volumes/1",
+      "add /spec/containers/1",
+      "add /metadata/annotations/tollgate.dev~1injected",
+      "add /metadata/annotations/kubectl.kubernetes.io~1default-container",
+      "add /metadata/labels",
     ]);
     const out = applyPatch(p, d.patch) as any;
     expect(out.metadata.annotations).toEqual({
@@ -546,9 +553,5 @@ describe("buildInjection", () => {
     const d = buildInjection(p, ns, cfg);
     expect(d.kind).toBe("deny");
     if (d.kind === "deny") expect(d.message).toMatch(message);
-  });
-
-  it("escapes JSON Pointer segments", () => {
-    expect(pointerSegment("a/b~c")).toBe("a~1b~0c");
   });
 });

@@ -312,10 +312,19 @@ describe("PII detection", () => {
     expect(JSON.stringify(f)).not.toContain("123-45-6789");
   });
 
-  it("is fast on adversarial input", () => {
-    const started = performance.now();
-    detectPii(["a@".repeat(50_000), "1 ".repeat(50_000), "+".repeat(50_000), `${"a.".repeat(50_000)}@`]);
-    expect(performance.now() - started).toBeLessThan(2000);
+  // Its speed on this input is a benchmark (bench/pii-scan), not a timed assertion.
+  it("finds nothing in adversarial input, and still finds PII beside it", () => {
+    const adversarial = [
+      "a@".repeat(50_000),
+      "1 ".repeat(50_000),
+      "+".repeat(50_000),
+      `${"a.".repeat(50_000)}@`,
+    ];
+    expect(detectPii(adversarial)).toEqual([]);
+    expect(detectPii([...adversarial, "write to x@y.com", "call +1 415 555 0100"])).toEqual([
+      "email",
+      "phone",
+    ]);
   });
 });
 

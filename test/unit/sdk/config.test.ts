@@ -1,13 +1,14 @@
 /** init / createConfig: defaults, validation, fail modes, deprecations, secrecy of the key. */
 import { inspect } from "node:util";
 import { afterEach, describe, expect, it, vi } from "vitest";
+import { resetConfig } from "../../../src/sdk/config.js";
+import * as publicSdk from "../../../src/sdk/index.js";
 import {
   ChainConfig,
   createConfig,
   DEFAULT_FAIL_MODES,
   getConfig,
   init,
-  resetConfig,
   sanitizeForConfig,
 } from "../../../src/sdk/index.js";
 
@@ -120,11 +121,15 @@ describe("validation", () => {
   });
 
   it("never puts the API key into validation errors", () => {
+    let thrown: unknown = null;
     try {
       createConfig(KEY, { backendTimeoutSeconds: -1 });
     } catch (err) {
-      expect(String(err)).not.toContain(KEY);
+      thrown = err;
     }
+    expect(thrown).toBeInstanceOf(TypeError);
+    expect(String(thrown)).toMatch(/backendTimeoutSeconds/);
+    expect(String(thrown)).not.toContain(KEY);
   });
 });
 
@@ -214,5 +219,11 @@ describe("sanitizeForConfig", () => {
       s: "abc…[truncated]",
     });
     expect(sanitizeForConfig(null, c)).toEqual({});
+  });
+});
+
+describe("public surface", () => {
+  it("does not export the test-only resetConfig", () => {
+    expect(publicSdk).not.toHaveProperty("resetConfig");
   });
 });
