@@ -22,7 +22,18 @@
 // keyed by version. Links and paths are relative to the current directory (npm runs lifecycle
 // scripts in the package root).
 import { execFileSync } from "node:child_process";
-import { existsSync, lstatSync, mkdirSync, mkdtempSync, readFileSync, readlinkSync, renameSync, rmSync, symlinkSync } from "node:fs";
+import {
+  existsSync,
+  lstatSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  readlinkSync,
+  realpathSync,
+  renameSync,
+  rmSync,
+  symlinkSync,
+} from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
@@ -127,6 +138,10 @@ export function ensure() {
       return false;
     }
   })();
+  // npm puts node_modules/.bin first on the PATH of lifecycle scripts: run through our own link,
+  // this Node.js is the fetched one, not the machine's — keep the link (removing it here made every
+  // second `npm install` undo the first).
+  if (ours && realpathSync(process.execPath) === realpathSync(link)) return undefined;
   if (!tooOld(process.version, range, pinned)) {
     if (ours) rmSync(link);
     return ours ? `removed ${link} (Node.js ${process.version} satisfies ${range})` : undefined;
