@@ -6,6 +6,7 @@
  * tokens, ungoverned namespaces and tokens of deleted pods are refused; API keys can be turned off.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { type Io, main } from "../../src/cli/main.js";
 import {
   type KubeIdentityApi,
   kubeApiServer,
@@ -133,6 +134,18 @@ describe("workload identity (TokenReview against a real kube-apiserver)", () => 
     expect(v2.overall_status).toBe("valid");
     expect(v2.events.status).toBe("valid");
     expect(v2.principals.map((p: any) => p.pod_name)).toEqual(["payer-1", "mailer-1"]);
+    // The export carries them in each event record; tollgate verify names who acted, offline.
+    const exported = (await svc.call("GET", "/v1/receipts/export", { token: adminKey })).json();
+    let out = "";
+    const io: Io = {
+      stdout: (t) => (out += t),
+      stderr: (t) => (out += t),
+      readStdin: async () => JSON.stringify(exported),
+      fetch,
+    };
+    expect(await main(["verify", "-"], io), out).toBe(0);
+    expect(out).toContain(`acted: spiffe://example.org/ns/${NS}/sa/invoice-agent (pod payer-1)`);
+    expect(out).toContain(`acted: spiffe://example.org/ns/${NS}/sa/mailer (pod mailer-1)`);
   });
 
   it("reviews a token once and serves it from memory until the cache period ends", async () => {
