@@ -11,6 +11,10 @@
  *     probes); it governs calls to real MCP servers: allowed calls forwarded, an approval blocks
  *     until approved through the service, a denied call never reaches the tool, the receipt
  *     verifies with `tollgate verify`;
+ *  3b. verified identity and tool credentials (examples/identity-and-credentials): two agents with
+ *     their own service accounts, each chain recording its own verified principal, a CEL rule on
+ *     the service account, a tool refusing the agent's direct call (the credential is in the
+ *     sidecar only), the credential nowhere else, a copied token refused after its pod is deleted;
  *  4. metrics of the service, the operator and the sidecar scraped from inside the cluster;
  *  5. failurePolicy Fail with the operator scaled to 0;
  *  6. helm upgrade (a value change rolls the operator, secrets kept; the container-mode fallback
