@@ -220,12 +220,8 @@ export async function installProduct(stops: Teardown, own: boolean): Promise<voi
     );
   }
   progress(`Organization ${ORG} Ready: ${Math.round((Date.now() - t2) / 1000)} s`);
-  // The operator mints the namespace's API key, which the injected sidecar mounts.
-  await waitFor(
-    `Secret tollgate-api-key in ${NS.agents}`,
-    async () => (await kTry(["-n", NS.agents, "get", "secret", "tollgate-api-key"])).code === 0,
-    120_000,
-  );
+  // Injected sidecars authenticate with their pods' service account tokens (the namespace's
+  // organization label maps them): nothing else to wait for.
 }
 
 /**
