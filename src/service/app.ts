@@ -40,6 +40,7 @@ import { OrgConfigCache } from "./orgs/orgs.js";
 import type { ServiceParts } from "./parts.js";
 import { verificationRoutes } from "./receipts/routes.js";
 import { SigningKeys } from "./receipts/signing-keys.js";
+import { replayRoutes } from "./replay/routes.js";
 import { deriveKey } from "./secrets.js";
 import { registerRequestTracing } from "./tracing.js";
 
@@ -189,6 +190,7 @@ export async function buildService(opts: ServiceOptions): Promise<Service> {
   await app.register(approvalRoutes, { db, clock, metrics, signingKeys, approvalWaiters });
   await app.register(adminRoutes, { db, clock, configs, apiKeys });
   await app.register(outcomeRoutes, { db });
+  await app.register(replayRoutes, { db });
   await app.register(verificationRoutes, {
     db,
     clock,
