@@ -36,7 +36,17 @@ async function podToken(
     metadata: { name, namespace: ns },
     spec: { serviceAccountName: sa, containers: [{ name: "agent", image: "agent:test" }] },
   });
-  const args = ["create", "token", sa, "-n", ns, "--audience", opts.audience ?? "tollgate", "--duration", "10m"];
+  const args = [
+    "create",
+    "token",
+    sa,
+    "-n",
+    ns,
+    "--audience",
+    opts.audience ?? "tollgate",
+    "--duration",
+    "10m",
+  ];
   if (opts.bound !== false) args.push("--bound-object-kind", "Pod", "--bound-object-name", name);
   return (await env.k(args)).trim();
 }
@@ -63,7 +73,11 @@ beforeAll(async () => {
   });
   ({ clientKey, adminKey } = await svc.bootstrapOrg(ORG));
   await env.apply(
-    { apiVersion: "v1", kind: "Namespace", metadata: { name: NS, labels: { "tollgate.dev/organization": ORG } } },
+    {
+      apiVersion: "v1",
+      kind: "Namespace",
+      metadata: { name: NS, labels: { "tollgate.dev/organization": ORG } },
+    },
     { apiVersion: "v1", kind: "Namespace", metadata: { name: "elsewhere" } },
     { apiVersion: "v1", kind: "ServiceAccount", metadata: { name: "invoice-agent", namespace: NS } },
     { apiVersion: "v1", kind: "ServiceAccount", metadata: { name: "mailer", namespace: NS } },
@@ -113,7 +127,9 @@ describe("workload identity (TokenReview against a real kube-apiserver)", () => 
       `spiffe://example.org/ns/${NS}/sa/invoice-agent`,
       `spiffe://example.org/ns/${NS}/sa/mailer`,
     ]);
-    const v2 = (await svc.call("GET", `/v1/verification/v2/receipts/${receiptId}`, { token: adminKey })).json();
+    const v2 = (
+      await svc.call("GET", `/v1/verification/v2/receipts/${receiptId}`, { token: adminKey })
+    ).json();
     expect(v2.overall_status).toBe("valid");
     expect(v2.events.status).toBe("valid");
     expect(v2.principals.map((p: any) => p.pod_name)).toEqual(["payer-1", "mailer-1"]);
@@ -131,13 +147,25 @@ describe("workload identity (TokenReview against a real kube-apiserver)", () => 
   });
 
   it("refuses a wrong audience, a token bound to no pod, an ungoverned namespace and a forged token", async () => {
-    const wrongAudience = await podToken("payer-aud", "invoice-agent", { audience: "https://kubernetes.default.svc" });
+    const wrongAudience = await podToken("payer-aud", "invoice-agent", {
+      audience: "https://kubernetes.default.svc",
+    });
     let r = await svc.call("POST", "/v1/chains", { token: wrongAudience, body: { name: "x" } });
     expect(r.statusCode).toBe(401);
     expect(r.json().code).toBe("TG_ERR_UNAUTHENTICATED");
 
     const unbound = (
-      await env.k(["create", "token", "invoice-agent", "-n", NS, "--audience", "tollgate", "--duration", "10m"])
+      await env.k([
+        "create",
+        "token",
+        "invoice-agent",
+        "-n",
+        NS,
+        "--audience",
+        "tollgate",
+        "--duration",
+        "10m",
+      ])
     ).trim();
     r = await svc.call("POST", "/v1/chains", { token: unbound, body: { name: "x" } });
     expect(r.statusCode).toBe(401);
@@ -168,7 +196,9 @@ describe("workload identity (TokenReview against a real kube-apiserver)", () => 
   });
 
   it("an Organization can turn client API keys off; workload tokens keep working", async () => {
-    expect((await svc.call("POST", "/v1/chains", { token: clientKey, body: { name: "k" } })).statusCode).toBe(201);
+    expect((await svc.call("POST", "/v1/chains", { token: clientKey, body: { name: "k" } })).statusCode).toBe(
+      201,
+    );
     const put = await svc.call("PUT", `/v1/admin/organizations/${ORG}`, {
       token: svc.adminToken,
       body: { api_keys_enabled: false },

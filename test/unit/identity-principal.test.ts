@@ -1,6 +1,11 @@
 /** The pure mapping from a TokenReview answer to the verified workload identity (issue 27). */
 import { describe, expect, it } from "vitest";
-import { identityFromReview, looksLikeJwt, PodExtra, TokenRefused } from "../../src/service/identity/principal.js";
+import {
+  identityFromReview,
+  looksLikeJwt,
+  PodExtra,
+  TokenRefused,
+} from "../../src/service/identity/principal.js";
 
 const ok = {
   authenticated: true,
@@ -27,7 +32,11 @@ describe("identityFromReview", () => {
     ["another audience", { ...ok, audiences: ["https://kubernetes.default.svc"] }, /audience "tollgate"/],
     ["no audiences", { ...ok, audiences: undefined }, /audience/],
     ["a user, not a service account", { ...ok, user: { ...ok.user, username: "alice" } }, /service account/],
-    ["a malformed name", { ...ok, user: { ...ok.user, username: "system:serviceaccount:a:b:c" } }, /malformed/],
+    [
+      "a malformed name",
+      { ...ok, user: { ...ok.user, username: "system:serviceaccount:a:b:c" } },
+      /malformed/,
+    ],
     ["a token bound to no pod", { ...ok, user: { username: ok.user.username } }, /not bound to a pod/],
   ])("refuses %s", (_what, status, message) => {
     expect(() => identityFromReview(status, "tollgate", "cluster.local")).toThrow(TokenRefused);
