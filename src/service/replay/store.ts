@@ -27,8 +27,19 @@ export interface ReplayEventRow {
   payload: Record<string, unknown>;
   /** The stored facts (chains/record.ts storedFacts): only `metrics_delta` is read here. */
   facts: { metrics_delta?: MetricsDelta };
-  /** The event's decision as stored now (a resolved approval overwrote it: decision_source human_approval). */
-  decision: PolicyDecision;
+  /**
+   * The fields of the event's decision as stored now that replay reads (a resolved approval
+   * overwrote it: decision_source human_approval).
+   */
+  decision: Pick<
+    PolicyDecision,
+    | "policy_decision"
+    | "decision_source"
+    | "policy_name"
+    | "decision_reason"
+    | "kill_switch_active"
+    | "pause_reason"
+  >;
   exception_id: string | null;
   approval_id: string | null;
   recorded_at_ms: number;
@@ -74,8 +85,13 @@ export async function eventsOfChains(
   opts: { chainIds: string[]; to: Date; limit: number },
 ): Promise<ReplayEventRow[]> {
   const { rows } = await q.query(
-    `SELECT id, chain_id, sequence, agent_name, parent_agent_name, action_type, action_name, payload, facts,
-       decision, exception_id, approval_id, recorded_at, principal, org_environment
+    // Only the decision fields replay reads, as text: parsing each whole stored decision cost
+    // more than deciding again.
+    `SELECT id, chain_id, sequence, agent_name, parent_agent_name, action_type, action_name, payload,
+       facts->'metrics_delta' AS metrics_delta, decision->>'policy_decision' AS policy_decision,
+       decision->>'decision_source' AS decision_source, decision->>'policy_name' AS policy_name,
+       decision->>'decision_reason' AS decision_reason, decision->>'kill_switch_active' AS kill_switch_active,
+       decision->>'pause_reason' AS pause_reason, exception_id, approval_id, recorded_at, principal, org_environment
      FROM chain_events WHERE chain_id = ANY($1::uuid[]) AND recorded_at < $2
      ORDER BY chain_id, sequence LIMIT $3`,
     [`{${opts.chainIds.join(",")}}`, opts.to, opts.limit],
@@ -89,8 +105,15 @@ export async function eventsOfChains(
     action_type: r.action_type,
     action_name: r.action_name,
     payload: r.payload,
-    facts: r.facts ?? {},
-    decision: r.decision,
+    facts: r.metrics_delta ? { metrics_delta: r.metrics_delta } : {},
+    decision: {
+      policy_decision: r.policy_decision,
+      decision_source: r.decision_source,
+      policy_name: r.policy_name,
+      decision_reason: r.decision_reason,
+      kill_switch_active: r.kill_switch_active === "true",
+      pause_reason: r.pause_reason,
+    },
     exception_id: r.exception_id,
     approval_id: r.approval_id,
     recorded_at_ms: new Date(r.recorded_at).getTime(),
