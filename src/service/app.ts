@@ -41,6 +41,7 @@ import {
 } from "./receipts/public-routes.js";
 import { verificationRoutes } from "./receipts/routes.js";
 import { SigningKeys } from "./receipts/signing-keys.js";
+import { replayRoutes } from "./replay/routes.js";
 import { deriveKey } from "./secrets.js";
 import { registerRequestTracing } from "./tracing.js";
 
@@ -214,6 +215,7 @@ export async function buildService(opts: ServiceOptions): Promise<Service> {
   await app.register(approvalRoutes, { db, clock, metrics, signingKeys, approvalWaiters });
   await app.register(adminRoutes, { db, clock, configs, apiKeys });
   await app.register(outcomeRoutes, { db });
+  await app.register(replayRoutes, { db });
   await app.register(verificationRoutes, {
     db,
     clock,

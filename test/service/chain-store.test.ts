@@ -64,6 +64,7 @@ const guardedWrite = (
     approval_id: null,
     recorded_at: new Date().toISOString(),
     principal: null,
+    org_environment: "production",
   },
 });
 

@@ -229,6 +229,7 @@ function guardedWrite(
       approval_id: approvalId,
       recorded_at: new Date(nowMs).toISOString(),
       principal: identity,
+      org_environment: org.environment,
     },
   };
 }

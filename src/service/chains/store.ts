@@ -161,6 +161,8 @@ export interface EventRow {
   recorded_at: string;
   /** The verified workload identity recording it; null for API-key and session callers. */
   principal: WorkloadIdentity | null;
+  /** The organization's environment label the engine decided with (CEL `org.environment`; replay reads it). */
+  org_environment: string;
 }
 
 /**
@@ -202,7 +204,8 @@ WITH b AS (
     key_id uuid, seq int, status text, tokens bigint, cost double precision, fin double precision,
     ext int, rec int, domains text[], agent text, event_id uuid, parent_agent_name text,
     action_type text, action_name text, payload jsonb, category text, facts jsonb, decision jsonb,
-    triggers jsonb, exception_id uuid, approval_id uuid, recorded_at timestamptz, principal jsonb)
+    triggers jsonb, exception_id uuid, approval_id uuid, recorded_at timestamptz, principal jsonb,
+    org_environment text)
 ),
 advanced AS (
   UPDATE chains c SET ${advanceSetSql((input) => `b.${input}`, "c.")}
@@ -213,10 +216,11 @@ advanced AS (
 ),
 inserted AS (
   INSERT INTO chain_events (id, chain_id, org_id, sequence, agent_name, parent_agent_name, action_type,
-    action_name, payload, category, facts, decision, triggers, exception_id, approval_id, recorded_at, principal)
+    action_name, payload, category, facts, decision, triggers, exception_id, approval_id, recorded_at, principal,
+    org_environment)
   SELECT b.event_id, b.chain_id, b.org_id, b.seq, b.agent, b.parent_agent_name, b.action_type,
     b.action_name, b.payload, b.category, b.facts, b.decision, b.triggers, b.exception_id, b.approval_id,
-    b.recorded_at, b.principal
+    b.recorded_at, b.principal, b.org_environment
   FROM b JOIN advanced a ON a.ord = b.ord
 )
 SELECT * FROM advanced`,
@@ -253,6 +257,7 @@ const toRecord = (w: GuardedWrite, ord: number) => ({
   approval_id: w.event.approval_id,
   recorded_at: w.event.recorded_at,
   principal: w.event.principal,
+  org_environment: w.event.org_environment,
 });
 
 /**

@@ -354,16 +354,7 @@ export class OrgConfigCache {
     const hit = this.cache.get(org.id);
     if (hit && hit.version === org.config_version) return hit;
     const rows = await listPolicies(q, org.id);
-    const combined = combinePolicies(
-      rows.map((r) => ({ name: r.name, config: PolicyConfigPatchSchema.parse(r.config) })),
-    );
-    const orgOverride = {
-      evaluation_mode: org.settings.evaluation_mode ?? "enforce",
-      ...(org.settings.runaway_limits && {
-        runaway_limits: RunawayLimitsSchema.parse(org.settings.runaway_limits),
-      }),
-    };
-    const config = mergePolicyConfig(PolicyConfigSchema.parse({}), combined, orgOverride);
+    const config = effectiveOrgConfig(org, rows);
     const labels = rows.map((r) => `${r.name}@${r.policy_version ?? r.version}`);
     const compiled = {
       version: org.config_version,
@@ -373,6 +364,29 @@ export class OrgConfigCache {
     this.cache.set(org.id, compiled);
     return compiled;
   }
+}
+
+/**
+ * The organization's effective configuration from its policies (name + stored config patch):
+ * defaults ← the policies combined in name order (policy/merge.ts combinePolicies) ← the
+ * organization's settings (evaluation_mode, runaway_limits). Pure. What OrgConfigCache serves,
+ * and what a replay (replay/replay.ts) builds with a candidate policy in the list.
+ * @throws ZodError when a stored or candidate config does not parse (callers validate first).
+ */
+export function effectiveOrgConfig(
+  org: Pick<Organization, "settings">,
+  policies: readonly { name: string; config: unknown }[],
+): PolicyConfig {
+  const combined = combinePolicies(
+    policies.map((r) => ({ name: r.name, config: PolicyConfigPatchSchema.parse(r.config) })),
+  );
+  const orgOverride = {
+    evaluation_mode: org.settings.evaluation_mode ?? "enforce",
+    ...(org.settings.runaway_limits && {
+      runaway_limits: RunawayLimitsSchema.parse(org.settings.runaway_limits),
+    }),
+  };
+  return mergePolicyConfig(PolicyConfigSchema.parse({}), combined, orgOverride);
 }
 
 /** A member as stored. */

@@ -1,0 +1,237 @@
+/**
+ * bench/replay: events replayed per second by POST /v1/policies/replay (issue 28, "Replay before
+ * enforce") on real PostgreSQL, the service as its own process. Events are recorded through
+ * POST /v1/chains/{id}/actions (`--recorded`, default 20,000 over 40-event chains); to reach
+ * `--events` (default 100,000) the recorded chains and their events are then copied in SQL
+ * (new chain and event ids, every other column as the route wrote it: the same rows, more of
+ * them). The candidate combines three CEL rules (one reading `chain.actions`) and lower financial
+ * thresholds with the organization's policy. Figure: events_replayed / duration_ms as the service
+ * reports it, the median of `--repeats` replays, and the client's wall time beside it.
+ * Target ≥ 50,000 events/s (issue 28), reported, not asserted.
+ *
+ *   npx tsx bench/replay/run.ts [--recorded 20000] [--events 100000] [--repeats 3] [--quick]
+ */
+import { parseArgs } from "node:util";
+import pg from "pg";
+import { api, benchOrg, startDatabase, startServiceProcess } from "../lib/parts.js";
+import { progress, report } from "../lib/report.js";
+import { median, type ResultRow, spreadPct } from "../lib/stats.js";
+
+const { values: args } = parseArgs({
+  options: {
+    recorded: { type: "string", default: "20000" },
+    events: { type: "string", default: "100000" },
+    repeats: { type: "string", default: "3" },
+    quick: { type: "boolean", default: false },
+  },
+});
+const quick = args.quick!;
+const recorded = quick ? 2000 : Number(args.recorded);
+const total = quick ? 4000 : Number(args.events);
+const repeats = quick ? 1 : Number(args.repeats);
+const PER_CHAIN = 40;
+const CLIENTS = 16;
+const TARGET = 50_000;
+
+const BASE = {
+  financial_approval_threshold_usd: 100_000,
+  cumulative_financial_threshold_usd: 10_000_000,
+  first_external_communication_requires_approval: false,
+  pii_to_external_requires_approval: false,
+};
+const CANDIDATE = {
+  ...BASE,
+  cumulative_financial_threshold_usd: 5000,
+  custom_rules: [
+    {
+      name: "high-level",
+      match: { action_name: "lookup" },
+      expression: "action.payload.level > 6.0",
+      outcome: "deny",
+    },
+    {
+      name: "mail-after-read",
+      expression: 'action.name == "send_email" && chain.actions.exists(a, a.name == "read_customer")',
+      outcome: "require_approval",
+    },
+    {
+      name: "prod",
+      expression: 'org.environment == "production" && action.agentName == "agent-9"',
+      outcome: "deny",
+    },
+  ],
+};
+
+function actionOf(c: number, i: number) {
+  const r = (c * 7919 + i * 104_729) % 1000;
+  const kind = r % 4;
+  if (kind === 0)
+    return {
+      agent_name: "agent-1",
+      action_type: "financial",
+      action_name: "pay",
+      payload: { amount_usd: r },
+    };
+  if (kind === 1)
+    return {
+      agent_name: "agent-2",
+      action_type: "tool_call",
+      action_name: "read_customer",
+      payload: { id: r },
+    };
+  if (kind === 2)
+    return {
+      agent_name: "mailer",
+      action_type: "tool_call",
+      action_name: "send_email",
+      payload: { to: "a@b.example" },
+    };
+  return {
+    agent_name: "agent-3",
+    action_type: "tool_call",
+    action_name: "lookup",
+    payload: { level: r % 10, q: `q${r}` },
+  };
+}
+
+async function main() {
+  progress(`replay: ${recorded} events recorded through the route, ${total} in all, ${repeats} repeats`);
+  const cluster = await startDatabase(["tollgate"]);
+  const svc = await startServiceProcess(cluster.urlOf("tollgate"));
+  const db = new pg.Client({ connectionString: cluster.urlOf("tollgate") });
+  try {
+    const key = await benchOrg(svc, "bench");
+    const admin = (
+      await api(`${svc.url}/v1/admin/organizations/bench/api-keys`, svc.adminToken, "POST", {
+        name: "admin",
+        role: "admin",
+      })
+    ).api_key as string;
+    await api(`${svc.url}/v1/admin/organizations/bench/policies/base`, svc.adminToken, "PUT", {
+      config: BASE,
+    });
+    const from = new Date(Date.now() - 60_000).toISOString();
+
+    // Record through the route: CLIENTS chains at a time, each its PER_CHAIN events in order.
+    const chains = Math.ceil(recorded / PER_CHAIN);
+    const started = performance.now();
+    for (let c0 = 0; c0 < chains; c0 += CLIENTS) {
+      await Promise.all(
+        Array.from({ length: Math.min(CLIENTS, chains - c0) }, async (_, j) => {
+          const c = c0 + j;
+          const chain = await api(`${svc.url}/v1/chains`, key, "POST", { name: `bench-${c}` });
+          for (let i = 0; i < PER_CHAIN; i++) {
+            await api(`${svc.url}/v1/chains/${chain.chain_id}/actions`, key, "POST", actionOf(c, i));
+          }
+        }),
+      );
+    }
+    const recordSecs = (performance.now() - started) / 1000;
+    progress(`recorded ${chains * PER_CHAIN} events through the route in ${recordSecs.toFixed(1)} s`);
+
+    // Copies of the recorded chains and events (new ids, the rows otherwise as the route wrote them).
+    await db.connect();
+    const copies = Math.max(0, Math.ceil(total / (chains * PER_CHAIN)) - 1);
+    for (let k = 1; k <= copies; k++) {
+      await db.query("BEGIN");
+      await db.query(
+        `CREATE TEMP TABLE m ON COMMIT DROP AS SELECT id AS old, gen_random_uuid() AS new FROM chains WHERE name LIKE 'bench-%' AND name NOT LIKE '%#%'`,
+      );
+      await db.query(
+        `INSERT INTO chains (id, org_id, name, metadata, policy_config, environment, status, started_at, event_count,
+           total_tokens, financial_exposure_usd, external_comm_agents, external_communications_count,
+           records_modified_count, domains_contacted, estimated_cost_usd, created_by, principal)
+         SELECT m.new, c.org_id, c.name || '#${k}', c.metadata, c.policy_config, c.environment, c.status, c.started_at,
+           c.event_count, c.total_tokens, c.financial_exposure_usd, c.external_comm_agents,
+           c.external_communications_count, c.records_modified_count, c.domains_contacted, c.estimated_cost_usd,
+           c.created_by, c.principal
+         FROM chains c JOIN m ON m.old = c.id`,
+      );
+      await db.query(
+        `INSERT INTO chain_events (id, chain_id, org_id, sequence, agent_name, parent_agent_name, action_type, action_name,
+           payload, category, facts, decision, triggers, exception_id, approval_id, recorded_at, outcome, principal,
+           org_environment)
+         SELECT gen_random_uuid(), m.new, e.org_id, e.sequence, e.agent_name, e.parent_agent_name, e.action_type,
+           e.action_name, e.payload, e.category, e.facts, e.decision, e.triggers, e.exception_id, e.approval_id,
+           e.recorded_at, e.outcome, e.principal, e.org_environment
+         FROM chain_events e JOIN m ON m.old = e.chain_id`,
+      );
+      await db.query("COMMIT");
+    }
+    await db.query("ANALYZE");
+    const { rows } = await db.query("SELECT count(*)::int AS n FROM chain_events");
+    progress(`${rows[0].n} events in the database (${copies} copies)`);
+
+    const to = new Date(Date.now() + 60_000).toISOString();
+    const rowsOut: ResultRow[] = [];
+    const lasts: Record<string, unknown> = {};
+    for (const [label, candidate] of [
+      ["CEL + thresholds candidate", CANDIDATE],
+      ["thresholds-only candidate", { ...BASE, cumulative_financial_threshold_usd: 5000 }],
+    ] as const) {
+      const body = { candidate, replace: "base", from, to, max_events: 200_000, sample_size: 20 };
+      // One warm-up replay (JIT, plans), then the measured ones.
+      await api(`${svc.url}/v1/policies/replay`, admin, "POST", body);
+      const service: number[] = [];
+      const wall: number[] = [];
+      let last: Record<string, unknown> = {};
+      for (let r = 0; r < repeats; r++) {
+        const t0 = performance.now();
+        const answer = await api(`${svc.url}/v1/policies/replay`, admin, "POST", body);
+        const ms = performance.now() - t0;
+        service.push(answer.events_replayed / (answer.duration_ms / 1000));
+        wall.push(answer.events_replayed / (ms / 1000));
+        last = { ...answer, sample: answer.sample.length };
+        progress(
+          `${label} run ${r + 1}: ${answer.events_replayed} events replayed in ${answer.duration_ms} ms (${Math.round(service.at(-1)!)} events/s; changed ${answer.changed}: ${JSON.stringify(answer.changes)})`,
+        );
+      }
+      lasts[label] = last;
+      const value = median(service);
+      rowsOut.push(
+        {
+          benchmark: "replay",
+          figure: `events replayed per second (${last.events_replayed} events, ${label})`,
+          value: Math.round(value),
+          unit: "events/s",
+          baseline: "—",
+          baselineValue: null,
+          ratio: null,
+          better: "higher",
+          target: `≥ ${TARGET} events/s`,
+          met: value >= TARGET,
+          spreadPct: spreadPct(service),
+          repeats,
+        },
+        {
+          benchmark: "replay",
+          figure: `events replayed per second, client wall time (${label}, HTTP round trip included)`,
+          value: Math.round(median(wall)),
+          unit: "events/s",
+          baseline: "—",
+          baselineValue: null,
+          ratio: null,
+          better: "higher",
+          target: "—",
+          met: null,
+          spreadPct: spreadPct(wall),
+          repeats,
+        },
+      );
+    }
+    report("replay", rowsOut, {
+      last: lasts,
+      record_seconds: recordSecs,
+      recorded_through_route: chains * PER_CHAIN,
+    });
+  } finally {
+    await db.end().catch(() => {});
+    await svc.stop();
+    await cluster.stop();
+  }
+}
+
+main().catch((err) => {
+  process.stderr.write(`${err?.stack ?? err}\n`);
+  process.exit(1);
+});
