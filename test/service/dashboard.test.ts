@@ -50,6 +50,8 @@ describe("dashboard pages", () => {
       expect(page.statusCode, url).toBe(200);
       expect(page.body).not.toMatch(/<script>alert|<img src=x|<svg onload|<script>x\(\)|<b>k<\/b>|<i>v<\/i>/);
       expect(page.body).toContain("&lt;img src=x onerror=&quot;alert(1)&quot;&gt;");
+      // Who is asking: an API key recorded it, so the agent name is only the caller's label.
+      expect(page.body, url).toMatch(/not verified \(API key/);
     }
     const approvals = await get(t.service.app, "/dashboard/approvals", approver);
     expect(approvals.body).toContain("&lt;script&gt;alert(&#39;chain&#39;)&lt;/script&gt;");

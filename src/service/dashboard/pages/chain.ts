@@ -12,6 +12,7 @@ import type { ChainApproval } from "../../approvals/store.js";
 import type { chainEvents } from "../../chains/store.js";
 import type { ChainBody } from "../../chains/views.js";
 import type { ChainException } from "../../exceptions/store.js";
+import { whoIsAsking } from "../../notify/mail.js";
 import { decisionLabels, durationLabels, formatTime, metricRows } from "../format.js";
 import { html, type SafeHtml } from "../html.js";
 import { badge, toneOf } from "../layout.js";
@@ -67,7 +68,7 @@ function eventItem(
   return html`<li class="d-${d.policy_decision}" id="event-${ev.sequence}"${mismatched ? html` data-evidence="mismatch"` : ""}>
 <div class="card-head"><strong>#${ev.sequence} ${ev.agent_name}${ev.parent_agent_name ? html` <span class="muted small">(delegated by ${ev.parent_agent_name})</span>` : ""} → <span class="mono">${ev.action_type}</span> ${ev.action_name}</strong>
 <span>${badge(decisionLabels[d.policy_decision] ?? d.policy_decision, toneOf(d.policy_decision))}${d.decision_source === "human_approval" ? html` ${badge("Human decision", "neutral")}` : ""}${mismatched ? mismatchBadge() : ""}</span></div>
-<div class="small muted">${ev.principal ? html`verified: <span class="mono">${ev.principal.spiffe_id}</span>${ev.principal.pod_name ? ` (pod ${ev.principal.pod_name})` : ""}` : "identity not verified (API key)"}</div>
+<div class="small muted">Who is asking: ${whoIsAsking(ev.principal)}</div>
 <div class="small muted">${formatTime(ev.recorded_at)} · category ${ev.category}${d.policy_name ? ` · policy ${d.policy_name}` : ""}${d.evaluation_mode === "shadow" && d.shadow_decision ? ` · shadow: ${d.shadow_decision}` : ""}</div>
 ${d.decision_reason && html`<p class="small">${d.decision_reason}</p>`}
 ${ev.exception_id && exceptionNote(exceptions.get(ev.exception_id), ev.exception_id, chainId)}
