@@ -44,6 +44,10 @@ export const OPERATION_IDS: Record<string, readonly [operationId: string, summar
   "GET /readyz": ["getReadiness", "Readiness (the database answers)"],
   "GET /metrics": ["getMetrics", "Prometheus metrics"],
   "POST /v1/chains": ["createChain", "Open a chain"],
+  "POST /v1/policies/replay": [
+    "replayPolicy",
+    "Replay a candidate policy over the organization's recorded events (read only)",
+  ],
   "GET /v1/chains/:chain_id": ["getChain", "A chain, its events and their evidence"],
   "POST /v1/chains/:chain_id/actions": ["recordAction", "Record an agent action and get the policy decision"],
   "POST /v1/chains/:chain_id/actions/evaluate": ["evaluateAction", "Decide an action without recording it"],

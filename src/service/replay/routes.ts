@@ -4,7 +4,7 @@
  * answer: src/contract/v1/replay.ts. Reads only.
  */
 import type { FastifyPluginAsyncZod } from "fastify-type-provider-zod";
-import { ReplayRequestSchema } from "../../contract/v1/replay.js";
+import { ReplayRequestSchema, ReplayResponseSchema } from "../../contract/v1/replay.js";
 import { guard } from "../auth.js";
 import type { Database } from "../db/pool.js";
 import { replayPolicy } from "./replay.js";
@@ -16,8 +16,12 @@ export interface ReplayRouteDeps {
 
 /** The replay route (see the module comment). 401 without credentials, 403 for a non-admin. */
 export const replayRoutes: FastifyPluginAsyncZod<ReplayRouteDeps> = async (app, deps) => {
-  app.post("/v1/policies/replay", { schema: { body: ReplayRequestSchema } }, async (req) => {
-    const orgId = guard.admin(req.principal);
-    return replayPolicy(deps.db, { orgId, body: req.body });
-  });
+  app.post(
+    "/v1/policies/replay",
+    { schema: { body: ReplayRequestSchema, response: { 200: ReplayResponseSchema } } },
+    async (req) => {
+      const orgId = guard.admin(req.principal);
+      return replayPolicy(deps.db, { orgId, body: req.body });
+    },
+  );
 };
