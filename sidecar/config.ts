@@ -121,6 +121,22 @@ export const HeadersCredentialsSchema = z
   })
   .strict();
 
+/** The token endpoint settings of the OAuth credentials types (client id and secret in the Secret). */
+const oauthFields = {
+  secretName,
+  tokenUrl: httpUrl.optional(),
+  issuer: httpUrl.optional(),
+  scope: z.string().trim().min(1).max(2000).optional(),
+  audience: z.string().trim().min(1).max(2000).optional(),
+  resource: z.url().optional(),
+  /** How the client authenticates at the token endpoint (default client_secret_basic). */
+  authMethod: z.enum(["client_secret_basic", "client_secret_post"]).default("client_secret_basic"),
+};
+const oneTokenEndpoint: [(c: { tokenUrl?: string; issuer?: string }) => boolean, z.core.$ZodCustomParams] = [
+  (c) => (c.tokenUrl === undefined) !== (c.issuer === undefined),
+  { message: "exactly one of tokenUrl and issuer is required", path: ["tokenUrl"] },
+];
+
 /**
  * `oauth2_client_credentials`: the Secret holds `client_id` and `client_secret`; the sidecar
  * gets an access token with the client credentials grant (RFC 6749 §4.4) from `tokenUrl`, or
@@ -129,22 +145,22 @@ export const HeadersCredentialsSchema = z
  * `audience` parameter of Auth0, Okta and others) and `resource` (RFC 8707) are sent when set.
  */
 export const OAuth2ClientCredentialsSchema = z
-  .object({
-    type: z.literal("oauth2_client_credentials"),
-    secretName,
-    tokenUrl: httpUrl.optional(),
-    issuer: httpUrl.optional(),
-    scope: z.string().trim().min(1).max(2000).optional(),
-    audience: z.string().trim().min(1).max(2000).optional(),
-    resource: z.url().optional(),
-    /** How the client authenticates at the token endpoint (default client_secret_basic). */
-    authMethod: z.enum(["client_secret_basic", "client_secret_post"]).default("client_secret_basic"),
-  })
+  .object({ type: z.literal("oauth2_client_credentials"), ...oauthFields })
   .strict()
-  .refine((c) => (c.tokenUrl === undefined) !== (c.issuer === undefined), {
-    message: "exactly one of tokenUrl and issuer is required",
-    path: ["tokenUrl"],
-  });
+  .refine(...oneTokenEndpoint);
+
+/**
+ * `token_exchange`: OAuth 2.0 token exchange (RFC 8693). The sidecar authenticates at the token
+ * endpoint as the client of the Secret (`client_id`, `client_secret`, as for
+ * `oauth2_client_credentials`) and exchanges the pod's service account token
+ * (TOLLGATE_SERVICE_TOKEN_FILE, `subject_token_type` urn:ietf:params:oauth:token-type:jwt) for an
+ * access token for the tool (`audience`, `scope`, `resource` when set). Needs the service token
+ * file (checked in SidecarConfigSchema).
+ */
+export const TokenExchangeCredentialsSchema = z
+  .object({ type: z.literal("token_exchange"), ...oauthFields })
+  .strict()
+  .refine(...oneTokenEndpoint);
 
 /**
  * An upstream's credentials: a reference to a Kubernetes Secret by name (never a value). The
@@ -155,6 +171,7 @@ export const CredentialsSchema = z.discriminatedUnion("type", [
   BearerCredentialsSchema,
   HeadersCredentialsSchema,
   OAuth2ClientCredentialsSchema,
+  TokenExchangeCredentialsSchema,
 ]);
 export type CredentialsConfig = z.output<typeof CredentialsSchema>;
 
@@ -178,7 +195,7 @@ export const HttpUpstreamSchema = z
   .strict()
   .refine(
     (u) =>
-      u.credentials?.type !== "bearer" && u.credentials?.type !== "oauth2_client_credentials"
+      u.credentials === undefined || u.credentials.type === "headers"
         ? true
         : !Object.keys(u.headers).some((h) => h.toLowerCase() === "authorization"),
     { message: "an Authorization header conflicts with credentials", path: ["headers"] },
@@ -350,6 +367,16 @@ export const SidecarConfigSchema = z
         });
       seen.add(u.name);
     });
+    if (c.serviceTokenFile === null) {
+      c.upstreams.forEach((u, i) => {
+        if (u.credentials?.type === "token_exchange")
+          ctx.addIssue({
+            code: "custom",
+            path: ["upstreams", i, "credentials", "type"],
+            message: `token_exchange (upstream ${u.name}) exchanges the pod's service account token: set TOLLGATE_SERVICE_TOKEN_FILE`,
+          });
+      });
+    }
     if (c.mcpUpstream !== null) {
       const u = c.upstreams.find((x) => x.name === c.mcpUpstream);
       if (u?.type !== "mcp") {

@@ -34,7 +34,8 @@ Environment (injected by the Tollgate admission webhook):
                                   an http or streamable_http upstream may name a Secret with its
                                   credentials (never a value), e.g.
                                   "credentials":{"secretName":"payments-credentials","type":"bearer"}
-                                  types: bearer, headers, oauth2_client_credentials (docs/tool-credentials.md)
+                                  types: bearer, headers, oauth2_client_credentials,
+                                  token_exchange (docs/tool-credentials.md)
   TOLLGATE_UPSTREAMS_FILE         YAML/JSON file with the upstream list (used when TOLLGATE_UPSTREAMS is unset)
   TOLLGATE_CREDENTIALS_DIR        where each upstream's credentials Secret is mounted, as
                                   <dir>/<upstream name>/<key> (default /var/run/tollgate/credentials)

@@ -76,7 +76,10 @@ export async function startSidecar(opts: StartOptions): Promise<Sidecar> {
     { fetch: createServiceFetch(), ...opts.sdkInternals },
   );
   const metrics = createMetrics({ defaultMetrics: opts.defaultMetrics });
-  const upstreams = await createUpstreams(config.upstreams, log, { credentialsDir: config.credentialsDir });
+  const upstreams = await createUpstreams(config.upstreams, log, {
+    credentialsDir: config.credentialsDir,
+    serviceTokenFile: config.serviceTokenFile,
+  });
   await Promise.all(
     [...upstreams.values()].map((u) =>
       u

@@ -19,6 +19,7 @@
  * (`unavailable`, errorClass `CredentialUnavailable`) naming the upstream, the Secret and the
  * cause, and the call is not forwarded. No message, log line or metric carries a value.
  */
+import { createHash } from "node:crypto";
 import { readlinkSync } from "node:fs";
 import { readdir, readFile, stat } from "node:fs/promises";
 import path from "node:path";
@@ -65,7 +66,7 @@ const HEADER_VALUE = /^[\t\x20-\x7e\x80-\xff]*$/;
 
 /** Where the credentials of one upstream come from; one per upstream, shared by its calls. */
 export interface CredentialSource {
-  /** `bearer`, `headers` or `oauth2_client_credentials`. */
+  /** `bearer`, `headers`, `oauth2_client_credentials` or `token_exchange`. */
   readonly type: CredentialsConfig["type"];
   /**
    * The request headers carrying the credential (lower-case names), for one request.
@@ -91,6 +92,8 @@ export interface CredentialSourceOptions {
   credentialsDir: string;
   /** The upstream's per-call timeout in ms (caps the token request). */
   timeoutMs: number;
+  /** TOLLGATE_SERVICE_TOKEN_FILE: the subject token of `token_exchange`. */
+  serviceTokenFile?: string | null;
   log: Logger;
 }
 
@@ -100,7 +103,10 @@ export function createCredentialSource(opts: CredentialSourceOptions): Credentia
   const dir = new SecretDir(opts.upstream, c.secretName, path.join(opts.credentialsDir, opts.upstream));
   if (c.type === "bearer") return new BearerSource(dir, c.key);
   if (c.type === "headers") return new HeadersSource(dir);
-  return new ClientCredentialsSource(opts, c, dir);
+  if (c.type === "oauth2_client_credentials") return new ClientCredentialsSource(opts, c, dir);
+  // Config validation refuses token_exchange without a service token file (config.ts).
+  if (opts.serviceTokenFile == null) throw new Error("token_exchange needs TOLLGATE_SERVICE_TOKEN_FILE");
+  return new TokenExchangeSource(opts, c, dir, opts.serviceTokenFile);
 }
 
 /** A credential failure: names the upstream, the Secret and the cause, never a value. */
@@ -280,27 +286,41 @@ interface CachedToken {
   refreshAt: number;
   /** From here on the token is not sent; a call waits for a new one. */
   expiresAt: number;
-  /** The Secret version it was obtained with. */
-  secretVersion: string;
+  /** The version of the inputs it was obtained with (the Secret; the subject token). */
+  inputsVersion: string;
 }
 
-type ClientCredentialsConfig = Extract<CredentialsConfig, { type: "oauth2_client_credentials" }>;
+type OAuthConfig = Extract<CredentialsConfig, { type: "oauth2_client_credentials" | "token_exchange" }>;
+
+/** What a token request is made with: the client (from the Secret) and, for an exchange, the subject token. */
+interface GrantInputs {
+  /** Changes when any input changes; a cached token obtained with other inputs is not used. */
+  version: string;
+  /** The Secret's client_id and client_secret. */
+  secretVersion: string;
+  values: ReadonlyMap<string, string>;
+  /** The token exchanged (token_exchange only; a secret). */
+  subjectToken?: string;
+}
 
 /**
- * The OAuth 2.0 client credentials grant through openid-client: one token cached per upstream,
- * refreshed before it expires, one token request at a time (single flight).
+ * An access token from an OAuth 2.0 token endpoint through openid-client, the client
+ * authenticated with the Secret's `client_id` and `client_secret`: one token cached per
+ * upstream, refreshed before it expires, one token request at a time (single flight). The
+ * grant itself is the subclass's: client credentials or token exchange.
  *
  * Timing, for `ttl` = the response's expires_in, counted from the moment the token was
  * requested (see tokenTimes): calls use the cached token until its refresh time; from then the
  * first call starts a refresh in the background and calls keep using the current token until
  * its expiry time, after which they wait for the new one. A failed background refresh is
- * logged and retried by the next call.
+ * logged and retried by the next call. The inputs (the Secret, the subject token) are checked
+ * on every use: when they changed the cached token is dropped.
  */
-class ClientCredentialsSource implements CredentialSource {
-  readonly type = "oauth2_client_credentials" as const;
-  readonly #opts: CredentialSourceOptions;
-  readonly #config: ClientCredentialsConfig;
-  readonly #dir: SecretDir;
+abstract class OAuthSource implements CredentialSource {
+  abstract readonly type: OAuthConfig["type"];
+  protected readonly opts: CredentialSourceOptions;
+  protected readonly config: OAuthConfig;
+  protected readonly dir: SecretDir;
   readonly #log: Logger;
   #token: CachedToken | null = null;
   #inflight: Promise<CachedToken> | null = null;
@@ -309,11 +329,25 @@ class ClientCredentialsSource implements CredentialSource {
   /** The authorization server's metadata (from discovery, or the configured tokenUrl). */
   #server: OpenIdClient.ServerMetadata | null = null;
 
-  constructor(opts: CredentialSourceOptions, config: ClientCredentialsConfig, dir: SecretDir) {
-    this.#opts = opts;
-    this.#config = config;
-    this.#dir = dir;
+  constructor(opts: CredentialSourceOptions, config: OAuthConfig, dir: SecretDir) {
+    this.opts = opts;
+    this.config = config;
+    this.dir = dir;
     this.#log = opts.log.child({ upstream: opts.upstream });
+  }
+
+  /** The grant's request to the token endpoint (openid-client's errors propagate). */
+  protected abstract grant(
+    client: typeof OpenIdClient,
+    config: OpenIdClient.Configuration,
+    params: Record<string, string>,
+    inputs: GrantInputs,
+  ): Promise<OpenIdClient.TokenEndpointResponse>;
+
+  /** The current inputs of a token request; re-read on every use. */
+  protected async inputs(): Promise<GrantInputs> {
+    const { version, values } = await this.dir.read(["client_id", "client_secret"]);
+    return { version, secretVersion: version, values };
   }
 
   async headers(signal?: AbortSignal): Promise<Record<string, string>> {
@@ -330,11 +364,11 @@ class ClientCredentialsSource implements CredentialSource {
   }
 
   async #current(signal?: AbortSignal): Promise<CachedToken> {
-    // The Secret is checked on every use: a rotated client secret drops the cached token.
-    const { version } = await this.#dir.read(["client_id", "client_secret"]);
+    // Checked on every use: a rotated client secret or subject token drops the cached token.
+    const { version } = await this.inputs();
     const now = performance.now();
     const t = this.#token;
-    if (t && t.secretVersion === version) {
+    if (t && t.inputsVersion === version) {
       if (now < t.refreshAt) return t;
       if (now < t.expiresAt) {
         if (!this.#inflight)
@@ -344,7 +378,7 @@ class ClientCredentialsSource implements CredentialSource {
         return t;
       }
     }
-    return abortable(this.#fetch(), signal, this.#opts.upstream);
+    return abortable(this.#fetch(), signal, this.opts.upstream);
   }
 
   /** One token request at a time: concurrent callers share it. */
@@ -357,33 +391,33 @@ class ClientCredentialsSource implements CredentialSource {
 
   async #request(): Promise<CachedToken> {
     const client = await import("openid-client");
-    const { version, values } = await this.#dir.read(["client_id", "client_secret"]);
-    const config = await this.#configuration(client, version, values);
+    const inputs = await this.inputs();
+    const config = await this.#configuration(client, inputs.secretVersion, inputs.values);
     const params: Record<string, string> = {};
-    if (this.#config.scope) params.scope = this.#config.scope;
-    if (this.#config.audience) params.audience = this.#config.audience;
-    if (this.#config.resource) params.resource = this.#config.resource;
+    if (this.config.scope) params.scope = this.config.scope;
+    if (this.config.audience) params.audience = this.config.audience;
+    if (this.config.resource) params.resource = this.config.resource;
     const started = performance.now();
-    let response: Awaited<ReturnType<typeof client.clientCredentialsGrant>>;
+    let response: OpenIdClient.TokenEndpointResponse;
     try {
-      response = await client.clientCredentialsGrant(config, params);
+      response = await this.grant(client, config, params, inputs);
     } catch (err) {
-      throw this.#dir.fail(`token request to ${this.#tokenEndpoint()} failed: ${describeOAuthError(err)}`);
+      throw this.dir.fail(`token request to ${this.#tokenEndpoint()} failed: ${describeOAuthError(err)}`);
     }
     if (response.token_type.toLowerCase() !== "bearer")
-      throw this.#dir.fail(
+      throw this.dir.fail(
         `the token endpoint issued a ${response.token_type} token; only Bearer is supported`,
       );
     if (!HEADER_VALUE.test(response.access_token) || /\s/.test(response.access_token))
-      throw this.#dir.fail("the token endpoint issued an access token that is not a valid header value");
+      throw this.dir.fail("the token endpoint issued an access token that is not a valid header value");
     const token: CachedToken = {
       value: response.access_token,
       ...tokenTimes(started, response.expires_in ?? DEFAULT_TOKEN_LIFETIME_SECONDS),
-      secretVersion: version,
+      inputsVersion: inputs.version,
     };
-    // Tagged with its Secret version: after a rotation #current does not use it.
+    // Tagged with its inputs' version: after a rotation #current does not use it.
     this.#token = token;
-    this.#log.debug({ expires_in: response.expires_in ?? null }, "access token obtained");
+    this.#log.debug({ grant: this.type, expires_in: response.expires_in ?? null }, "access token obtained");
     return token;
   }
 
@@ -397,26 +431,26 @@ class ClientCredentialsSource implements CredentialSource {
     const clientId = values.get("client_id")!;
     const secret = values.get("client_secret")!;
     const auth =
-      this.#config.authMethod === "client_secret_post"
+      this.config.authMethod === "client_secret_post"
         ? client.ClientSecretPost(secret)
         : client.ClientSecretBasic(secret);
-    const timeout = Math.min(TOKEN_REQUEST_TIMEOUT_SECONDS, this.#opts.timeoutMs / 1000);
-    const insecure = (this.#config.tokenUrl ?? this.#config.issuer)!.startsWith("http:");
+    const timeout = Math.min(TOKEN_REQUEST_TIMEOUT_SECONDS, this.opts.timeoutMs / 1000);
+    const insecure = (this.config.tokenUrl ?? this.config.issuer)!.startsWith("http:");
     let config: OpenIdClient.Configuration;
     if (this.#server) {
       config = new client.Configuration(this.#server, clientId, undefined, auth);
-    } else if (this.#config.issuer) {
+    } else if (this.config.issuer) {
       try {
-        config = await client.discovery(new URL(this.#config.issuer), clientId, undefined, auth, {
+        config = await client.discovery(new URL(this.config.issuer), clientId, undefined, auth, {
           timeout,
           ...(insecure && { execute: [client.allowInsecureRequests] }),
         });
       } catch (err) {
-        throw this.#dir.fail(`discovery at ${this.#config.issuer} failed: ${describeOAuthError(err)}`);
+        throw this.dir.fail(`discovery at ${this.config.issuer} failed: ${describeOAuthError(err)}`);
       }
       this.#server = config.serverMetadata();
     } else {
-      const tokenUrl = new URL(this.#config.tokenUrl!);
+      const tokenUrl = new URL(this.config.tokenUrl!);
       this.#server = { issuer: tokenUrl.origin, token_endpoint: tokenUrl.href };
       config = new client.Configuration(this.#server, clientId, undefined, auth);
     }
@@ -427,7 +461,81 @@ class ClientCredentialsSource implements CredentialSource {
   }
 
   #tokenEndpoint(): string {
-    return this.#server?.token_endpoint ?? this.#config.tokenUrl ?? this.#config.issuer ?? "?";
+    return this.#server?.token_endpoint ?? this.config.tokenUrl ?? this.config.issuer ?? "?";
+  }
+}
+
+/** The client credentials grant (RFC 6749 §4.4): the client's own access token. */
+class ClientCredentialsSource extends OAuthSource {
+  readonly type = "oauth2_client_credentials" as const;
+
+  protected grant(
+    client: typeof OpenIdClient,
+    config: OpenIdClient.Configuration,
+    params: Record<string, string>,
+  ): Promise<OpenIdClient.TokenEndpointResponse> {
+    return client.clientCredentialsGrant(config, params);
+  }
+}
+
+/** RFC 8693's grant type, subject token type and requested token type. */
+export const TOKEN_EXCHANGE_GRANT = "urn:ietf:params:oauth:grant-type:token-exchange";
+const JWT_TOKEN_TYPE = "urn:ietf:params:oauth:token-type:jwt";
+const ACCESS_TOKEN_TYPE = "urn:ietf:params:oauth:token-type:access_token";
+/** A JWT's shape: three base64url parts. */
+const JWT = /^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+$/;
+
+/**
+ * Token exchange (RFC 8693): the pod's service account token (TOLLGATE_SERVICE_TOKEN_FILE) is
+ * the subject token, exchanged for an access token for the tool. The file is read on every use
+ * (the kubelet rotates it): a changed subject token drops the cached access token, and every
+ * exchange sends the token the file holds at that moment.
+ */
+class TokenExchangeSource extends OAuthSource {
+  readonly type = "token_exchange" as const;
+  readonly #tokenFile: string;
+
+  constructor(opts: CredentialSourceOptions, config: OAuthConfig, dir: SecretDir, tokenFile: string) {
+    super(opts, config, dir);
+    this.#tokenFile = tokenFile;
+  }
+
+  protected override async inputs(): Promise<GrantInputs> {
+    const secret = await super.inputs();
+    const subjectToken = await this.#subjectToken();
+    const digest = createHash("sha256").update(subjectToken).digest("base64url");
+    return { ...secret, version: `${secret.version}|${digest}`, subjectToken };
+  }
+
+  async #subjectToken(): Promise<string> {
+    let text: string;
+    try {
+      text = await readFile(this.#tokenFile, "utf8");
+    } catch (err) {
+      throw this.dir.fail(
+        `cannot read the service account token (TOLLGATE_SERVICE_TOKEN_FILE ${this.#tokenFile}: ${(err as NodeJS.ErrnoException).code ?? "error"})`,
+      );
+    }
+    const token = text.trim();
+    if (!JWT.test(token))
+      throw this.dir.fail(
+        `the service account token (TOLLGATE_SERVICE_TOKEN_FILE ${this.#tokenFile}) is not a JWT`,
+      );
+    return token;
+  }
+
+  protected grant(
+    client: typeof OpenIdClient,
+    config: OpenIdClient.Configuration,
+    params: Record<string, string>,
+    inputs: GrantInputs,
+  ): Promise<OpenIdClient.TokenEndpointResponse> {
+    return client.genericGrantRequest(config, TOKEN_EXCHANGE_GRANT, {
+      ...params,
+      subject_token: inputs.subjectToken!,
+      subject_token_type: JWT_TOKEN_TYPE,
+      requested_token_type: ACCESS_TOKEN_TYPE,
+    });
   }
 }
 

@@ -17,7 +17,7 @@ export * from "./types.js";
 export async function createUpstreams(
   configs: readonly UpstreamConfig[],
   log: Logger,
-  opts: { credentialsDir: string },
+  opts: { credentialsDir: string; serviceTokenFile?: string | null },
 ): Promise<Map<string, Upstream>> {
   const mcp = configs.some((c) => c.type === "mcp") ? await import("./mcp.js") : null;
   const credentialsOf = (c: UpstreamConfig): CredentialSource | null =>
@@ -27,6 +27,7 @@ export async function createUpstreams(
           credentials: c.credentials,
           credentialsDir: opts.credentialsDir,
           timeoutMs: c.timeout_ms,
+          serviceTokenFile: opts.serviceTokenFile ?? null,
           log,
         })
       : null;

@@ -4,7 +4,9 @@
  * swapped atomically on update), read by the sidecar and put on the forwarded request.
  * Real parts: the governance service, the sidecar, real HTTP tools that refuse calls without
  * the credential, a real MCP server over Streamable HTTP, and a real OAuth 2.0 authorization
- * server (oidc-provider) issuing short-lived JWT access tokens that the tool verifies.
+ * server (oidc-provider) issuing short-lived JWT access tokens that the tool verifies, also for
+ * RFC 8693 token exchange (a grant registered on the provider). Tracing is on for the whole file,
+ * exporting OTLP/JSON to a receiver here: no credential may reach a span.
  */
 import { execFile } from "node:child_process";
 import { randomBytes } from "node:crypto";
@@ -23,14 +25,17 @@ import os from "node:os";
 import path from "node:path";
 import { Writable } from "node:stream";
 import { promisify } from "node:util";
+import { gunzipSync } from "node:zlib";
 import { status } from "@grpc/grpc-js";
 import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
 import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/streamableHttp.js";
-import { createRemoteJWKSet, exportJWK, generateKeyPair, jwtVerify } from "jose";
+import { createRemoteJWKSet, exportJWK, generateKeyPair, jwtVerify, SignJWT } from "jose";
 import type { Configuration } from "oidc-provider";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { z } from "zod";
+import { ConfigError, parseConfig } from "../../sidecar/config.js";
 import { createLogger } from "../../sidecar/logger.js";
+import { Attr, startTracing, type Tracing } from "../../src/telemetry/tracing.js";
 import { expectFailure, type Stack, startStack } from "./harness.js";
 
 const execFileAsync = promisify(execFile);
@@ -151,6 +156,64 @@ async function startHangingServer() {
 
 /** What the agent saw of failed calls, and --print-config's output (for the no-secret checks). */
 const agentErrors: string[] = [];
+/** Every credential value the tests used (secrets, access tokens, subject tokens): never in a span. */
+const credentialValues: string[] = [];
+
+/**
+ * Tracing on for the whole file, the way a sidecar runs it (startTracing, OTLP http/json), the
+ * exporter pointed at a receiver here that keeps every span exported (sidecar and service).
+ */
+type OtlpValue = { stringValue?: string } & Record<string, unknown>;
+type OtlpSpan = {
+  name: string;
+  attributes?: { key: string; value: OtlpValue }[];
+  events?: { name: string; attributes?: { key: string; value: OtlpValue }[] }[];
+  status?: { code?: number; message?: string };
+};
+const exported: { spans: OtlpSpan[]; bodies: string[] } = { spans: [], bodies: [] };
+let tracing: Tracing;
+let otlpReceiver: http.Server;
+const savedOtelEnv = {
+  endpoint: process.env.OTEL_EXPORTER_OTLP_ENDPOINT,
+  protocol: process.env.OTEL_EXPORTER_OTLP_PROTOCOL,
+};
+beforeAll(async () => {
+  otlpReceiver = http.createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on("data", (c: Buffer) => chunks.push(c));
+    req.on("end", () => {
+      const raw = Buffer.concat(chunks);
+      const text = (req.headers["content-encoding"] === "gzip" ? gunzipSync(raw) : raw).toString();
+      exported.bodies.push(text);
+      const doc = JSON.parse(text) as { resourceSpans?: { scopeSpans?: { spans?: OtlpSpan[] }[] }[] };
+      for (const rs of doc.resourceSpans ?? [])
+        for (const ss of rs.scopeSpans ?? []) exported.spans.push(...(ss.spans ?? []));
+      res.writeHead(200, { "content-type": "application/json" }).end("{}");
+    });
+  });
+  await new Promise<void>((r) => otlpReceiver.listen(0, "127.0.0.1", r));
+  const endpoint = `http://127.0.0.1:${(otlpReceiver.address() as { port: number }).port}`;
+  // The OTLP exporter reads its endpoint from process.env (src/telemetry/tracing.ts).
+  process.env.OTEL_EXPORTER_OTLP_ENDPOINT = endpoint;
+  process.env.OTEL_EXPORTER_OTLP_PROTOCOL = "http/json";
+  tracing = await startTracing({
+    serviceName: "tollgate-sidecar",
+    env: { OTEL_EXPORTER_OTLP_ENDPOINT: endpoint, OTEL_EXPORTER_OTLP_PROTOCOL: "http/json" },
+  });
+  expect(tracing.settings.enabled).toBe(true);
+});
+afterAll(async () => {
+  await tracing?.shutdown();
+  otlpReceiver?.closeAllConnections();
+  await new Promise((r) => otlpReceiver?.close(r));
+  for (const [k, v] of [
+    ["OTEL_EXPORTER_OTLP_ENDPOINT", savedOtelEnv.endpoint],
+    ["OTEL_EXPORTER_OTLP_PROTOCOL", savedOtelEnv.protocol],
+  ] as const) {
+    if (v === undefined) delete process.env[k];
+    else process.env[k] = v;
+  }
+});
 
 describe("file credentials: bearer and headers, http and mcp upstreams", () => {
   const root = mkdtempSync(path.join(os.tmpdir(), "tg-creds-"));
@@ -164,6 +227,7 @@ describe("file credentials: bearer and headers, http and mcp upstreams", () => {
   let mcpTool: Awaited<ReturnType<typeof startMcpTool>>;
   let s: Stack;
   const logs = logCapture();
+  credentialValues.push(...values.bearer, ...values.key, ...mcpTokens);
 
   beforeAll(async () => {
     tool = await startGuardedTool(
@@ -412,6 +476,7 @@ describe("oauth2_client_credentials against a real authorization server (oidc-pr
   type KoaToken = { path: string; oidc?: { body?: Record<string, string | undefined> } };
 
   const calls = (p: string) => tool.seen.filter((c) => c.path === p);
+  credentialValues.push(...Object.values(clientSecrets));
 
   beforeAll(async () => {
     const { default: Provider } = await import("oidc-provider");
@@ -709,5 +774,312 @@ describe("oauth2_client_credentials against a real authorization server (oidc-pr
     for (const v of [...Object.values(clientSecrets), ...accepted]) expect(everything).not.toContain(v);
     // A JWT's signature part alone is secret enough to look for too.
     for (const t of accepted) expect(everything).not.toContain(t.split(".")[2]!);
+    credentialValues.push(...accepted);
+  });
+});
+
+describe("token_exchange (RFC 8693) against oidc-provider with a token exchange grant", () => {
+  const root = mkdtempSync(path.join(os.tmpdir(), "tg-tokex-"));
+  const credentialsDir = path.join(root, "credentials");
+  const tokenFile = path.join(root, "serviceaccount", "token");
+  const TOKEN_EXCHANGE = "urn:ietf:params:oauth:grant-type:token-exchange";
+  const JWT_TYPE = "urn:ietf:params:oauth:token-type:jwt";
+  const LEDGER = "https://ledger.tools.example";
+  /** The Kubernetes API server's issuer and the projected token's audience (the sidecar's). */
+  const K8S_ISSUER = "https://kubernetes.default.svc.cluster.local";
+  const SA_AUDIENCE = "tollgate";
+  const clientSecret = secret("cs-tx");
+  const logs = logCapture();
+  /** Every exchange the provider granted: the subject token's jti and the audience asked for. */
+  const exchanges: { jti: string; audience?: string; subjectTokenType?: string }[] = [];
+  /** Every access token the tool accepted. */
+  const accepted = new Set<string>();
+  /** Every subject token written to the token file. */
+  const subjectTokens: string[] = [];
+  let saKey: CryptoKey;
+  let saPublic: CryptoKey;
+  let idp: http.Server;
+  let issuer: string;
+  let tool: Awaited<ReturnType<typeof startGuardedTool>>;
+  let s: Stack;
+  credentialValues.push(clientSecret);
+
+  /** A service account token as the kubelet projects it, signed by `key`, written atomically. */
+  async function writeServiceToken(key: CryptoKey = saKey, audience = SA_AUDIENCE): Promise<string> {
+    const jwt = await new SignJWT({ kubernetes: { namespace: "agents" } })
+      .setProtectedHeader({ alg: "RS256", kid: "sa" })
+      .setIssuer(K8S_ISSUER)
+      .setSubject("system:serviceaccount:agents:payments-agent")
+      .setAudience(audience)
+      .setJti(randomBytes(8).toString("hex"))
+      .setIssuedAt()
+      .setExpirationTime("10m")
+      .sign(key);
+    mkdirSync(path.dirname(tokenFile), { recursive: true });
+    writeFileSync(`${tokenFile}.tmp`, jwt);
+    renameSync(`${tokenFile}.tmp`, tokenFile);
+    subjectTokens.push(jwt);
+    return jwt;
+  }
+  const calls = () => tool.seen.filter((c) => c.path === "/ledger");
+
+  beforeAll(async () => {
+    const oidcProvider = await import("oidc-provider");
+    const Provider = oidcProvider.default;
+    // The OAuth errors oidc-provider answers with (its module has no types for them).
+    type OAuthErrorClass = new (description: string) => Error;
+    const { errors } = oidcProvider as unknown as { errors: Record<string, OAuthErrorClass> };
+    ({ privateKey: saKey, publicKey: saPublic } = await generateKeyPair("RS256"));
+    await writeServiceToken();
+    const { privateKey } = await generateKeyPair("RS256", { extractable: true });
+    const jwk = { ...(await exportJWK(privateKey)), kid: "k1", alg: "RS256", use: "sig" };
+    idp = await new Promise<http.Server>((resolve) => {
+      const srv = http.createServer();
+      srv.listen(0, "127.0.0.1", () => resolve(srv));
+    });
+    issuer = `http://127.0.0.1:${(idp.address() as { port: number }).port}`;
+    const ledgerServer = {
+      scope: "ledger:read",
+      audience: LEDGER,
+      accessTokenTTL: 300,
+      accessTokenFormat: "jwt",
+      jwt: { sign: { alg: "RS256" } },
+    };
+    const configuration = {
+      clients: [
+        {
+          client_id: "ledger-exchanger",
+          client_secret: clientSecret,
+          grant_types: [TOKEN_EXCHANGE],
+          response_types: [],
+          redirect_uris: [],
+          token_endpoint_auth_method: "client_secret_basic",
+          scope: "ledger:read",
+        },
+      ],
+      jwks: { keys: [jwk] },
+      scopes: ["ledger:read"],
+      features: { devInteractions: { enabled: false } },
+    };
+    const provider = new Provider(issuer, configuration as unknown as Configuration);
+    type GrantCtx = {
+      oidc: {
+        client: unknown;
+        params: Record<string, string | undefined>;
+        entity(n: string, t: unknown): void;
+      };
+      body: unknown;
+    };
+    type Token = { resourceServer: unknown; expiration: number; save(): Promise<string> };
+    const p = provider as unknown as {
+      ClientCredentials: new (o: { client: unknown; scope?: string }) => Token;
+      ResourceServer: new (id: string, info: typeof ledgerServer) => unknown;
+      registerGrantType(name: string, h: (ctx: GrantCtx) => Promise<void>, params: string[]): void;
+    };
+    // The exchange, as the built-in client_credentials grant issues its token (a real
+    // ClientCredentials token of the provider), after checking the subject token: a JWT of the
+    // cluster's issuer, signed by its key, for the sidecar's audience.
+    p.registerGrantType(
+      TOKEN_EXCHANGE,
+      async (ctx) => {
+        const { params, client } = ctx.oidc;
+        if (params.subject_token_type !== JWT_TYPE)
+          throw new errors.InvalidRequest!("unsupported subject_token_type");
+        let jti: string;
+        try {
+          const { payload } = await jwtVerify(params.subject_token ?? "", saPublic, {
+            issuer: K8S_ISSUER,
+            audience: SA_AUDIENCE,
+          });
+          jti = String(payload.jti);
+        } catch {
+          throw new errors.InvalidGrant!("subject token invalid");
+        }
+        if (params.audience !== LEDGER) throw new errors.InvalidTarget!("unknown audience");
+        const token = new p.ClientCredentials({ client, scope: params.scope });
+        token.resourceServer = new p.ResourceServer(LEDGER, ledgerServer);
+        ctx.oidc.entity("ClientCredentials", token);
+        const value = await token.save();
+        exchanges.push({ jti, audience: params.audience, subjectTokenType: params.subject_token_type });
+        ctx.body = {
+          access_token: value,
+          issued_token_type: "urn:ietf:params:oauth:token-type:access_token",
+          token_type: "Bearer",
+          expires_in: token.expiration,
+          scope: params.scope,
+        };
+      },
+      ["subject_token", "subject_token_type", "requested_token_type", "audience", "scope", "resource"],
+    );
+    idp.on("request", provider.callback());
+
+    // The tool accepts only a JWT of this issuer for the ledger audience.
+    const jwks = createRemoteJWKSet(new URL(`${issuer}/jwks`));
+    tool = await startGuardedTool(async (h) => {
+      const token = /^Bearer (.+)$/.exec(h.authorization ?? "")?.[1];
+      if (!token) return false;
+      try {
+        await jwtVerify(token, jwks, { issuer, audience: LEDGER });
+        accepted.add(token);
+        return true;
+      } catch {
+        return false;
+      }
+    });
+    writeSecret(path.join(credentialsDir, "ledger"), {
+      client_id: "ledger-exchanger",
+      client_secret: clientSecret,
+    });
+    // The harness authenticates the sidecar with an API key; the token file is the one a pod's
+    // sidecar authenticates with, here read only by the exchange.
+    s = await startStack({
+      slug: "tokex-org",
+      log: logs.log,
+      config: { credentialsDir, serviceTokenFile: tokenFile },
+      upstreams: [
+        {
+          name: "ledger",
+          type: "http",
+          url: `${tool.url}/ledger`,
+          credentials: {
+            type: "token_exchange",
+            secretName: "ledger-exchange",
+            issuer,
+            audience: LEDGER,
+            scope: "ledger:read",
+          },
+        },
+      ],
+    });
+  });
+  afterAll(async () => {
+    await s?.close();
+    await tool?.close();
+    idp?.closeAllConnections();
+    await new Promise((r) => idp?.close(r));
+    rmSync(root, { recursive: true, force: true });
+    credentialValues.push(...accepted, ...subjectTokens);
+  });
+
+  it("one exchange of the service account token, reused across calls; the tool accepts the token", async () => {
+    expect(exchanges).toHaveLength(1); // HttpUpstream.start() warmed the cache
+    expect(exchanges[0]).toMatchObject({ audience: LEDGER, subjectTokenType: JWT_TYPE });
+    const chainId = await s.openChain();
+    for (let i = 0; i < 4; i++) {
+      const r = await s.invoke({
+        chain_id: chainId,
+        action_name: "read_file",
+        payload: { i },
+        upstream: "ledger",
+      });
+      expect(r.upstream_status).toBe(200);
+    }
+    expect(exchanges).toHaveLength(1);
+    expect(new Set(calls().map((c) => c.headers.authorization)).size).toBe(1);
+    expect(accepted.size).toBe(1);
+  });
+
+  it("a rotated service account token (file rewritten): the next call exchanges the new one", async () => {
+    const first = calls().at(-1)!.headers.authorization;
+    await writeServiceToken();
+    const newJti = JSON.parse(Buffer.from(subjectTokens.at(-1)!.split(".")[1]!, "base64url").toString()).jti;
+    const chainId = await s.openChain();
+    const r = await s.invoke({ chain_id: chainId, action_name: "read_file", upstream: "ledger" });
+    expect(r.upstream_status).toBe(200);
+    expect(exchanges).toHaveLength(2);
+    expect(exchanges[1]!.jti).toBe(newJti);
+    expect(calls().at(-1)!.headers.authorization).not.toBe(first);
+    const r2 = await s.invoke({ chain_id: chainId, action_name: "read_file", upstream: "ledger" });
+    expect(r2.upstream_status).toBe(200);
+    expect(exchanges).toHaveLength(2);
+  });
+
+  it("a subject token the provider refuses: UNAVAILABLE with invalid_grant, nothing forwarded", async () => {
+    const { privateKey: otherKey } = await generateKeyPair("RS256");
+    await writeServiceToken(otherKey); // not signed by the cluster's key
+    const seen = calls().length;
+    const chainId = await s.openChain();
+    const err = await expectFailure(
+      s.invoke({ chain_id: chainId, action_name: "read_file", upstream: "ledger" }),
+    );
+    expect(err.code).toBe(status.UNAVAILABLE);
+    expect(err.errorCode).toBe("UPSTREAM_UNAVAILABLE");
+    expect(err.details).toBe(
+      `upstream ledger: credential unavailable (Secret ledger-exchange): token request to ${issuer}/token failed: refused: invalid_grant (HTTP 400)`,
+    );
+    expect(calls().length).toBe(seen);
+    agentErrors.push(JSON.stringify(err));
+    // A token for another audience is refused the same way; the right one works again.
+    await writeServiceToken(saKey, "kubernetes");
+    const err2 = await expectFailure(
+      s.invoke({ chain_id: chainId, action_name: "read_file", upstream: "ledger" }),
+    );
+    expect(err2.details).toContain("refused: invalid_grant (HTTP 400)");
+    expect(calls().length).toBe(seen);
+    await writeServiceToken();
+    const r = await s.invoke({ chain_id: chainId, action_name: "read_file", upstream: "ledger" });
+    expect(r.upstream_status).toBe(200);
+  });
+
+  it("configuration without a service token file is refused, naming TOLLGATE_SERVICE_TOKEN_FILE", () => {
+    const input = {
+      serviceUrl: "http://127.0.0.1:1",
+      upstreams: [
+        {
+          name: "ledger",
+          type: "http",
+          url: "http://127.0.0.1:2/ledger",
+          credentials: { type: "token_exchange", secretName: "ledger-exchange", tokenUrl: `${issuer}/token` },
+        },
+      ],
+    };
+    let err: unknown;
+    try {
+      parseConfig(input);
+    } catch (e) {
+      err = e;
+    }
+    expect(err).toBeInstanceOf(ConfigError);
+    expect((err as ConfigError).message).toContain(
+      "token_exchange (upstream ledger) exchanges the pod's service account token: set TOLLGATE_SERVICE_TOKEN_FILE",
+    );
+    expect(() => parseConfig({ ...input, serviceTokenFile: tokenFile })).not.toThrow();
+  });
+
+  it("subject tokens, client secret and access tokens never reach the logs, /metrics or the agent's errors", async () => {
+    const metrics = await (await fetch(`${s.sidecar.httpUrl}/metrics`)).text();
+    const everything = [logs.text(), metrics, ...agentErrors].join("\n");
+    expect(logs.text()).toContain("access token obtained");
+    for (const v of [clientSecret, ...accepted, ...subjectTokens]) expect(everything).not.toContain(v);
+    for (const t of [...accepted, ...subjectTokens]) expect(everything).not.toContain(t.split(".")[2]!);
+  });
+});
+
+describe("traces", () => {
+  const UPSTREAM_ATTR = Attr.upstream;
+  it("no credential reaches a span's name, attributes, events or status (spans were exported)", async () => {
+    await tracing.forceFlush();
+    expect(exported.spans.length).toBeGreaterThan(0);
+    // The credentialed forwards were traced (bearer, headers, mcp, oauth, token exchange, and
+    // failed credentials): the capture sees what the check is about.
+    const forwarded = new Set(
+      exported.spans
+        .filter((sp) => sp.name === "tollgate.forward")
+        .map((sp) => sp.attributes?.find((a) => a.key === UPSTREAM_ATTR)?.value.stringValue),
+    );
+    for (const u of ["pay", "keyed", "crm", "nosecret", "oauth-pay", "oauth-disc", "oauth-wrong", "ledger"])
+      expect(forwarded).toContain(u);
+    expect(credentialValues.length).toBeGreaterThan(10);
+    const texts = exported.spans.map((sp) =>
+      JSON.stringify([sp.name, sp.attributes ?? [], sp.events ?? [], sp.status?.message ?? ""]),
+    );
+    const leaks = credentialValues.filter(
+      (v) => texts.some((t) => t.includes(v)) || exported.bodies.some((b) => b.includes(v)),
+    );
+    expect(leaks).toEqual([]);
+    // A JWT's signature part alone is looked for too.
+    const signatures = credentialValues.filter((v) => v.split(".").length === 3).map((v) => v.split(".")[2]!);
+    expect(signatures.length).toBeGreaterThan(0);
+    expect(signatures.filter((sig) => exported.bodies.some((b) => b.includes(sig)))).toEqual([]);
   });
 });
