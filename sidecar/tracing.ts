@@ -34,7 +34,7 @@ import type { InvokeInput } from "./validate.js";
  * MCP conventions there, gen-ai/mcp.md, and the GenAI `execute_tool` span, gen-ai/gen-ai-spans.md;
  * both at stability "Development", so names may change in later releases, which now live in
  * open-telemetry/semantic-conventions-genai). Tollgate's own decision attributes are `tollgate.*`
- * (Attr). Pinned here and in docs/tracing.md.
+ * (Attr). Pinned here and in docs/operations/tracing.md.
  */
 export const SEMCONV_VERSION = "1.39.0";
 
