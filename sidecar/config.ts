@@ -557,25 +557,37 @@ export function parseConfig(input: SidecarConfigInput | Record<string, unknown>)
 }
 
 /**
- * Reads the API key from its file (trailing whitespace trimmed). The key itself never appears
- * in an error.
- * @throws ConfigError when the file is missing, unreadable or empty.
+ * Reads one secret from a mounted file (trailing whitespace trimmed) and checks its shape. The
+ * secret itself never appears in an error.
+ * @param variable the setting that names the file, for the error (e.g. TOLLGATE_API_KEY_FILE).
+ * @param valid whether the trimmed text is one secret of the expected kind; `what` names it.
+ * @throws ConfigError naming `variable` when the file is missing, unreadable or not one secret.
  */
-export async function readApiKey(file: string): Promise<string> {
+export async function readSecretFile(
+  file: string,
+  variable: string,
+  what: string,
+  valid: (text: string) => boolean,
+): Promise<string> {
   let text: string;
   try {
     text = await readFile(file, "utf8");
   } catch (err) {
     throw new ConfigError([
-      `TOLLGATE_API_KEY_FILE: cannot read ${file} (${(err as NodeJS.ErrnoException).code ?? "error"})`,
+      `${variable}: cannot read ${file} (${(err as NodeJS.ErrnoException).code ?? "error"})`,
     ]);
   }
-  const key = text.trim();
-  if (key === "" || /\s/.test(key)) {
-    throw new ConfigError([`TOLLGATE_API_KEY_FILE: ${file} must hold exactly one API key`]);
-  }
-  return key;
+  const secret = text.trim();
+  if (!valid(secret)) throw new ConfigError([`${variable}: ${file} must hold exactly one ${what}`]);
+  return secret;
 }
+
+/**
+ * Reads the API key from its file.
+ * @throws ConfigError when the file is missing, unreadable or does not hold one key.
+ */
+export const readApiKey = (file: string): Promise<string> =>
+  readSecretFile(file, "TOLLGATE_API_KEY_FILE", "API key", (key) => key !== "" && !/\s/.test(key));
 
 /**
  * The configuration for logs and `--print-config`: no secrets. Static headers and the env of

@@ -5,9 +5,8 @@
  * again every {@link REFRESH_MS}; a failed re-read keeps the last token (it stays valid until its
  * own expiry) and is logged once per failure streak. The token is a secret: it is never logged.
  */
-import { readFile } from "node:fs/promises";
 import type { Logger } from "pino";
-import { ConfigError } from "./config.js";
+import { type ConfigError, readSecretFile } from "./config.js";
 
 /** How often the token file is read again, ms (the kubelet rotates a 600 s token after 480 s). */
 export const REFRESH_MS = 10_000;
@@ -15,23 +14,8 @@ export const REFRESH_MS = 10_000;
 /** A JWT's shape: three base64url parts. */
 const JWT = /^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+$/;
 
-async function readToken(file: string): Promise<string> {
-  let text: string;
-  try {
-    text = await readFile(file, "utf8");
-  } catch (err) {
-    throw new ConfigError([
-      `TOLLGATE_SERVICE_TOKEN_FILE: cannot read ${file} (${(err as NodeJS.ErrnoException).code ?? "error"})`,
-    ]);
-  }
-  const token = text.trim();
-  if (!JWT.test(token)) {
-    throw new ConfigError([
-      `TOLLGATE_SERVICE_TOKEN_FILE: ${file} must hold one service account token (a JWT)`,
-    ]);
-  }
-  return token;
-}
+const readToken = (file: string): Promise<string> =>
+  readSecretFile(file, "TOLLGATE_SERVICE_TOKEN_FILE", "service account token (a JWT)", (t) => JWT.test(t));
 
 /** The current token of a file, refreshed in the background. */
 export interface ServiceToken {

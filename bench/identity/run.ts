@@ -31,7 +31,7 @@ import {
 import { startControlPlane } from "../../test/support/controlplane.js";
 import { kubectl } from "../../test/support/kubectl.js";
 import { progress, report } from "../lib/report.js";
-import { median, type ResultRow, spreadPct } from "../lib/stats.js";
+import { infoRow, median, type ResultRow } from "../lib/stats.js";
 
 const { values: args } = parseArgs({
   options: {
@@ -157,20 +157,7 @@ try {
     );
   }
   const added = p50.token.map((t, i) => t - p50.key[i]!);
-  const base = (figure: string, values: number[]): ResultRow => ({
-    benchmark: "identity",
-    figure,
-    value: median(values),
-    unit: "ms",
-    baseline: "—",
-    baselineValue: null,
-    ratio: null,
-    better: "lower",
-    target: "—",
-    met: null,
-    spreadPct: spreadPct(values),
-    repeats: values.length,
-  });
+  const base = (figure: string, values: number[]): ResultRow => infoRow("identity", figure, "ms", values);
   const rows: ResultRow[] = [
     base("record-action p50, API key (cached)", p50.key),
     {
