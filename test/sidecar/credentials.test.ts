@@ -642,7 +642,8 @@ describe("oauth2_client_credentials against a real authorization server (oidc-pr
     }
     expect(granted["payments-sidecar"]).toBe(1);
     expect(new Set(calls("/pay").map((c) => c.headers.authorization)).size).toBe(1);
-    expect(asked[0]).toEqual({ scope: "payments:write", resource: AUDIENCE, audience: undefined });
+    // Both OAuth upstreams fetch at start, concurrently: find this one's request, not the first.
+    expect(asked).toContainEqual({ scope: "payments:write", resource: AUDIENCE, audience: undefined });
   });
 
   it("after expiry, concurrent calls share one token request", async () => {
