@@ -210,7 +210,13 @@ async function main(): Promise<number> {
     const decision = buildInjection(
       pod("any"),
       { name: namespaceOf.injected, labels: { "tollgate.dev/injection": "enabled" } },
-      { image: SIDECAR_IMAGE, serviceUrl: `http://127.0.0.1:${closedPort}`, mode: "container" },
+      // apiKey, as the operator under test (bench/lib/kube.ts: this control plane has no ServiceAccount admission).
+      {
+        image: SIDECAR_IMAGE,
+        serviceUrl: `http://127.0.0.1:${closedPort}`,
+        mode: "container",
+        auth: "apiKey",
+      },
     );
     if (decision.kind !== "inject")
       throw new Error(`the benchmark Pod would not be injected: ${decision.kind}`);
