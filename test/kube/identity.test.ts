@@ -197,6 +197,22 @@ describe("workload identity (TokenReview against a real kube-apiserver)", () => 
     expect(r.body).not.toContain(forged.slice(0, 40));
   });
 
+  it("refuses an expired token, even one it remembers", async () => {
+    const token = await podToken("payer-old", "invoice-agent");
+    const chainId = await openChain(token);
+    expect((await record(token, chainId)).statusCode).toBe(200);
+    const exp = JSON.parse(Buffer.from(token.split(".")[1]!, "base64url").toString()).exp as number;
+    const now = svc.clock.nowMs();
+    svc.clock.set(exp * 1000);
+    try {
+      const r = await record(token, chainId);
+      expect(r.statusCode).toBe(401);
+      expect(r.json().message).toMatch(/expired/);
+    } finally {
+      svc.clock.set(now);
+    }
+  });
+
   it("refuses the token of a deleted pod once the cache period has passed", async () => {
     const token = await podToken("payer-gone", "invoice-agent");
     const chainId = await openChain(token);

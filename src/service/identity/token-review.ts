@@ -85,6 +85,10 @@ export class WorkloadAuthenticator {
    */
   async resolve(q: Queryable, token: string, nowMs: number): Promise<WorkloadPrincipal> {
     const key = createHash("sha256").update(token).digest("hex");
+    const expMs = tokenExpiryMs(token);
+    // Expired by its own claim: refused without asking (the API server would refuse it too).
+    if (expMs !== null && expMs <= nowMs)
+      throw unauthorized("The workload token was refused: it has expired");
     const hit = this.#entries.get(key);
     if (hit && hit.untilMs > nowMs) return hit.principal;
     this.#entries.delete(key);
@@ -94,7 +98,6 @@ export class WorkloadAuthenticator {
       this.#inflight.set(key, pending);
     }
     const principal = await pending;
-    const expMs = tokenExpiryMs(token);
     const untilMs = Math.min(nowMs + this.#cacheMs, expMs ?? nowMs);
     if (untilMs > nowMs) {
       if (this.#entries.size >= this.#capacity)
