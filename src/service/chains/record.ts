@@ -102,12 +102,13 @@ async function evaluateAction(
   const { row: chain, org } = state;
   const compiled = await configs.get(q, org);
   if (state.merged?.version !== compiled.version) {
-    state.merged = {
-      version: compiled.version,
-      config: mergePolicyConfig(compiled.config, PolicyConfigPatchSchema.parse(chain.policy_config as never)),
-    };
+    const config = mergePolicyConfig(
+      compiled.config,
+      PolicyConfigPatchSchema.parse(chain.policy_config as never),
+    );
+    state.merged = { version: compiled.version, config, usesChainActions: configUsesChainActions(config) };
   }
-  const config = state.merged.config;
+  const { config, usesChainActions } = state.merged;
   const input = {
     config,
     org: orgState(org),
@@ -118,7 +119,7 @@ async function evaluateAction(
       financial_exposure_usd: chain.financial_exposure_usd,
       agents_with_external_communication: chain.external_comm_agents,
       // One more read, only for policies whose expressions look at the chain's earlier actions.
-      ...(configUsesChainActions(config) && { actions_so_far: await chainActionSummaries(q, chain.id) }),
+      ...(usesChainActions && { actions_so_far: await chainActionSummaries(q, chain.id) }),
     },
     action,
     exceptions: [] as ActiveException[],

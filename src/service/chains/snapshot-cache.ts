@@ -14,7 +14,12 @@ import type { ChainSnapshot } from "./store.js";
 /** A chain as last read or written by this process, with its merged policy configuration. */
 export interface CachedChain extends ChainSnapshot {
   /** The org config merged with the chain's policy_config, for org config `version`. */
-  merged?: { version: string; config: PolicyConfig };
+  merged?: {
+    version: string;
+    config: PolicyConfig;
+    /** Whether an expression of `config` reads `chain.actions` (policy configUsesChainActions). */
+    usesChainActions: boolean;
+  };
 }
 
 /** Chains remembered at most; the least recently used entry goes first. */
