@@ -35,7 +35,7 @@ import { rmSync } from "node:fs";
 import path from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { parseArgs } from "node:util";
-import { SIDECAR_NODE_OPTIONS } from "../../operator/webhook/patch.js";
+import { SIDECAR_NODE_OPTIONS } from "../../operator/webhook/sidecar.js";
 import type { InvokeResponse__Output } from "../../sidecar/generated/tollgate/v1/InvokeResponse.js";
 import { createGatewayClient } from "../../sidecar/proto.js";
 import { jsonToStruct } from "../../sidecar/struct.js";

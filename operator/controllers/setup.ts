@@ -21,7 +21,7 @@ import { GroupObjects, type loadKubeClients } from "../kube/clients.js";
 import type { EventRecorder } from "../kube/events.js";
 import { type DelayFn, type RunningInformer, startInformer } from "../kube/informer.js";
 import type { OperatorMetrics } from "../metrics.js";
-import { Labels, SidecarAuth } from "../webhook/patch.js";
+import { Labels, SidecarAuth } from "../webhook/sidecar.js";
 import { ApproverTeamReconciler } from "./approverteam/reconciler.js";
 import { GovernancePolicyReconciler } from "./governancepolicy/reconciler.js";
 import { NAMESPACE_KIND, NamespaceReconciler, namespaceOfInterest } from "./namespace/reconciler.js";

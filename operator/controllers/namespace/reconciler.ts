@@ -17,7 +17,7 @@ import { type AdminApiClient, AdminApiError } from "../../governance/client.js";
 import { describeKubeError, finalizersPatch, isNotFound, statusOf } from "../../kube/clients.js";
 import type { EventRecorder } from "../../kube/events.js";
 import type { RunningInformer } from "../../kube/informer.js";
-import { API_KEY_SECRET, API_KEY_SECRET_KEY, Labels } from "../../webhook/patch.js";
+import { API_KEY_SECRET, API_KEY_SECRET_KEY, Labels } from "../../webhook/sidecar.js";
 import { isSynced } from "../runtime/conditions.js";
 import type { Context, Reconciler, Request, Result } from "../runtime/reconcile.js";
 import type { OrganizationResource } from "../shared/organization-ref.js";

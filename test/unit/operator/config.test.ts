@@ -18,7 +18,7 @@ import {
   DEFAULT_SIDECAR_PORTS,
   DEFAULT_SIDECAR_RESOURCES,
   SIDECAR_NODE_OPTIONS,
-} from "../../../operator/webhook/patch.js";
+} from "../../../operator/webhook/sidecar.js";
 
 const base = {
   TOLLGATE_SERVICE_URL: "http://tollgate:8000",
