@@ -6,7 +6,7 @@
  *   image  as the images run them: the production build (`npm run build`, built afresh into a
  *          scratch directory) with `node dist/service.js` and `node dist/sidecar.js`, the
  *          sidecar with the V8 flags the admission webhook injects as NODE_OPTIONS
- *          (SIDECAR_NODE_OPTIONS of operator/webhook/patch.ts; the sidecar image sets the same);
+ *          (SIDECAR_NODE_OPTIONS of operator/webhook/sidecar.ts; the sidecar image sets the same);
  *   tsx    as `npm start` runs them in development: the TypeScript sources through
  *          `node --import tsx`, no flags.
  * Readings:
