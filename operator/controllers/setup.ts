@@ -13,6 +13,7 @@ import {
   GROUP,
   KINDS,
   type KindDefinition,
+  type OrganizationSpec,
   type TollgateResource,
   VERSION,
 } from "../crds/schema.js";
@@ -88,10 +89,10 @@ export function startControllers(d: ControllerDeps): RunningControllers {
     return { def, objects, informer, applied, events: d.events };
   };
 
-  const orgs = watch<OrganizationResource["spec"]>(KINDS.Organization);
+  const orgs = watch<OrganizationSpec>(KINDS.Organization);
   const policies = watch<GovernancePolicySpec>(KINDS.GovernancePolicy);
   const teams = watch<ApproverTeamSpec>(KINDS.ApproverTeam);
-  const organizations = orgs.informer as RunningInformer<OrganizationResource>;
+  const organizations = orgs.informer;
 
   const enqueueDependents = (org: OrganizationResource) => {
     for (const p of dependentsNeedingWork(org, policies.informer.list()))

@@ -11,10 +11,10 @@ export class ApproverTeamReconciler extends OrganizationScopedReconciler<Approve
   protected readonly serviceKind = "approver team";
 
   protected put(slug: string, name: string, spec: ApproverTeamSpec, owner: string) {
-    return this.scoped.governance.putApproverTeam(slug, name, approverTeamBody(spec, owner));
+    return this.o.governance.putApproverTeam(slug, name, approverTeamBody(spec, owner));
   }
 
   protected remove(slug: string, name: string) {
-    return this.scoped.governance.deleteApproverTeam(slug, name);
+    return this.o.governance.deleteApproverTeam(slug, name);
   }
 }

@@ -11,10 +11,10 @@ export class GovernancePolicyReconciler extends OrganizationScopedReconciler<Gov
   protected readonly serviceKind = "policy";
 
   protected put(slug: string, name: string, spec: GovernancePolicySpec, owner: string) {
-    return this.scoped.governance.putPolicy(slug, name, policyBody(spec, owner));
+    return this.o.governance.putPolicy(slug, name, policyBody(spec, owner));
   }
 
   protected remove(slug: string, name: string) {
-    return this.scoped.governance.deletePolicy(slug, name);
+    return this.o.governance.deletePolicy(slug, name);
   }
 }

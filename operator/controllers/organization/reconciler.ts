@@ -21,11 +21,10 @@ export interface OrganizationReconcilerOptions extends ResourceReconcilerOptions
 }
 
 /** Reconciles Organization resources into the service's organizations. */
-export class OrganizationReconciler extends ResourceReconciler<OrganizationSpec> {
-  constructor(private readonly org: OrganizationReconcilerOptions) {
-    super(org);
-  }
-
+export class OrganizationReconciler extends ResourceReconciler<
+  OrganizationSpec,
+  OrganizationReconcilerOptions
+> {
   protected async apply(
     _ctx: Context,
     obj: OrganizationResource,
@@ -47,7 +46,7 @@ export class OrganizationReconciler extends ResourceReconciler<OrganizationSpec>
         message: `slug ${spec.slug} is already managed by Organization ${rival.metadata.name}`,
       };
     }
-    const res = await this.org.governance.putOrganization(
+    const res = await this.o.governance.putOrganization(
       spec.slug,
       organizationBody(spec, managedBy(obj.metadata)),
     );
@@ -68,11 +67,11 @@ export class OrganizationReconciler extends ResourceReconciler<OrganizationSpec>
   protected async finalize(_ctx: Context, obj: OrganizationResource): Promise<void> {
     // Only an Organization that synced (status.organization set) owns the service's organization.
     const slug = obj.status?.organization;
-    if (slug) await this.org.governance.deleteOrganization(slug);
+    if (slug) await this.o.governance.deleteOrganization(slug);
   }
 
   protected override afterReconcile(obj: OrganizationResource): void {
-    this.org.enqueueDependents(obj);
+    this.o.enqueueDependents(obj);
   }
 }
 

@@ -69,12 +69,19 @@ export interface ResourceReconcilerOptions<Spec> {
   now?: () => Date;
 }
 
-/** Reconciler of one Tollgate kind; subclasses say what applying and finalizing mean. */
-export abstract class ResourceReconciler<Spec> implements Reconciler {
+/**
+ * Reconciler of one Tollgate kind; subclasses say what applying and finalizing mean. `Options`
+ * lets a subclass carry what it needs beside the common options (e.g. the admin API client).
+ */
+export abstract class ResourceReconciler<
+  Spec,
+  Options extends ResourceReconcilerOptions<Spec> = ResourceReconcilerOptions<Spec>,
+> implements Reconciler
+{
   readonly kind: string;
   private readonly applied: AppliedGenerations;
 
-  constructor(protected readonly o: ResourceReconcilerOptions<Spec>) {
+  constructor(protected readonly o: Options) {
     this.kind = o.def.kind;
     this.applied = o.applied ?? new AppliedGenerations();
   }

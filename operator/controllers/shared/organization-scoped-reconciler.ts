@@ -21,13 +21,9 @@ export interface OrganizationScopedReconcilerOptions<Spec> extends ResourceRecon
 /** Base of the reconcilers of kinds that reference an Organization; see the module comment. */
 export abstract class OrganizationScopedReconciler<
   Spec extends { organizationRef: { name: string } },
-> extends ResourceReconciler<Spec> {
+> extends ResourceReconciler<Spec, OrganizationScopedReconcilerOptions<Spec>> {
   /** What the status message calls the service-side object ("policy", "approver team"). */
   protected abstract readonly serviceKind: string;
-
-  constructor(protected readonly scoped: OrganizationScopedReconcilerOptions<Spec>) {
-    super(scoped);
-  }
 
   /** PUTs the mapped spec as `name` of organization `slug`; returns the service's version. */
   protected abstract put(slug: string, name: string, spec: Spec, owner: string): Promise<{ version: string }>;
@@ -36,7 +32,7 @@ export abstract class OrganizationScopedReconciler<
   protected abstract remove(slug: string, name: string): Promise<unknown>;
 
   protected async apply(_ctx: Context, obj: TollgateResource<Spec>, spec: Spec): Promise<ReconcileOutcome> {
-    const org = resolveOrganization(this.scoped.organizations, spec.organizationRef);
+    const org = resolveOrganization(this.o.organizations, spec.organizationRef);
     if ("outcome" in org) return org.outcome;
     const name = serviceName(obj.metadata);
     const res = await this.put(org.slug, name, spec, managedBy(obj.metadata));
