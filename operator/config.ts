@@ -18,7 +18,7 @@ import {
   SIDECAR_NODE_OPTIONS,
   SidecarAuth,
   type SidecarMode,
-} from "./webhook/patch.js";
+} from "./webhook/sidecar.js";
 
 /** How the webhook gets its serving certificate. */
 export const CertMode = { selfSigned: "self-signed", certManager: "cert-manager" } as const;

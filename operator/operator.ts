@@ -1,45 +1,25 @@
 /**
- * The operator assembled: every replica serves the admission webhook (with its certificates and
+ * The operator assembled (controller-runtime's manager): every replica serves the admission webhook (with its certificates and
  * caBundle) and the health/metrics endpoints, and competes for the leader Lease; the leader runs
  * the informers and the four reconcilers (Organization, GovernancePolicy, ApproverTeam,
- * Namespace API keys) over one work queue. Losing the Lease stops the reconcilers; a graceful
+ * Namespace API keys) over one work queue (./controllers/setup.ts). Losing the Lease stops the reconcilers; a graceful
  * stop releases it so another replica takes over at once.
  */
 
 import type { V1Namespace } from "@kubernetes/client-node";
 import type { Logger } from "pino";
 import { CertMode, type OperatorConfig } from "./config.js";
-import { Controller } from "./controller/controller.js";
-import {
-  approverTeamHandler,
-  dependentsNeedingWork,
-  type HandlerDeps,
-  type OrganizationResource,
-  organizationHandler,
-  policyHandler,
-} from "./controller/kinds.js";
-import { NAMESPACE_KIND, NamespaceReconciler, namespaceOfInterest } from "./controller/namespace.js";
-import { keyOf, WorkQueue } from "./controller/queue.js";
-import { AppliedGenerations, ResourceReconciler } from "./controller/resource.js";
-import {
-  type ApproverTeamSpec,
-  type GovernancePolicySpec,
-  GROUP,
-  KINDS,
-  type KindDefinition,
-  type TollgateResource,
-  VERSION,
-} from "./crds/schema.js";
+import { type RunningControllers, startControllers } from "./controllers/setup.js";
+import { AdminApiClient, tokenFromFile } from "./governance/client.js";
 import { startHealthServer } from "./health.js";
 import { describeKubeError, GroupObjects, isNotFound, loadKubeClients } from "./kube/clients.js";
 import { EventRecorder } from "./kube/events.js";
-import { type DelayFn, type RunningInformer, realDelay, startInformer } from "./kube/informer.js";
+import { type DelayFn, realDelay, startInformer } from "./kube/informer.js";
 import { LeaderElector, type Lease } from "./leader/lease.js";
 import { createOperatorLogger } from "./log.js";
 import { createOperatorMetrics, type OperatorMetrics } from "./metrics.js";
-import { AdminApiClient, tokenFromFile } from "./service/client.js";
 import { serviceDnsNames } from "./webhook/certs.js";
-import { Labels, type NamespaceLike, SidecarAuth } from "./webhook/patch.js";
+import type { NamespaceLike } from "./webhook/patch.js";
 import { startWebhookServer } from "./webhook/server.js";
 import {
   ensureWebhookPki,
@@ -79,12 +59,6 @@ export interface RunningOperator {
   stop(): Promise<void>;
 }
 
-interface Controllers {
-  /** Resolves once the caches are synced and the workers run. */
-  ready: Promise<void>;
-  stop(): Promise<void>;
-}
-
 /** Starts one operator replica. */
 export async function startOperator(opts: StartOperatorOptions): Promise<RunningOperator> {
   const { config } = opts;
@@ -93,13 +67,13 @@ export async function startOperator(opts: StartOperatorOptions): Promise<Running
   const clients = loadKubeClients(config.kubeconfigPath);
   const { kc, core, json } = clients;
   const metrics = createOperatorMetrics({ defaultMetrics: opts.defaultMetrics });
-  const service = new AdminApiClient({
+  const governance = new AdminApiClient({
     baseUrl: config.serviceUrl,
     token: tokenFromFile(config.adminTokenFile),
   });
   const events = new EventRecorder(json, "tollgate-operator", config.identity, log);
   const cleanups: Array<() => Promise<void>> = [
-    async () => service.close(),
+    async () => governance.close(),
     async () => json.close(),
     async () => events.stop(),
   ];
@@ -214,7 +188,7 @@ export async function startOperator(opts: StartOperatorOptions): Promise<Running
     cleanups.push(() => health.app.close());
 
     // Leader election; the leader runs the reconcilers.
-    let controllers: Controllers | undefined;
+    let controllers: RunningControllers | undefined;
     let reconciling: () => void = () => {};
     let reconcilingPromise = new Promise<void>((r) => {
       reconciling = r;
@@ -238,7 +212,7 @@ export async function startOperator(opts: StartOperatorOptions): Promise<Running
         const started = startControllers({
           config,
           clients,
-          service,
+          governance,
           events,
           namespaces,
           metrics,
@@ -289,126 +263,4 @@ export async function startOperator(opts: StartOperatorOptions): Promise<Running
     await stopAll();
     throw err;
   }
-}
-
-interface ControllerDeps {
-  config: OperatorConfig;
-  clients: ReturnType<typeof loadKubeClients>;
-  service: AdminApiClient;
-  events: EventRecorder;
-  namespaces: RunningInformer<V1Namespace>;
-  metrics: OperatorMetrics;
-  log: Logger;
-  delay: DelayFn;
-  setNamespaceHandler(h: ((ns: V1Namespace) => void) | undefined): void;
-}
-
-const objectKey = (kind: string, obj: { metadata?: { name?: string; namespace?: string } }) =>
-  keyOf({ kind, namespace: obj.metadata?.namespace ?? "", name: obj.metadata?.name ?? "" });
-
-/** Starts informers and reconcilers; the workers start once the caches are synced (`ready`). */
-function startControllers(d: ControllerDeps): Controllers {
-  const { kc, json, core } = d.clients;
-  const queue = new WorkQueue();
-  const informers: Array<RunningInformer<never>> = [];
-
-  const resource = <Spec>(def: KindDefinition) => {
-    const objects = new GroupObjects<TollgateResource<Spec>>(
-      json,
-      { group: GROUP, version: VERSION, plural: def.plural },
-      def.scope === "Namespaced",
-    );
-    const applied = new AppliedGenerations();
-    const onChange = (obj: TollgateResource<Spec>) => {
-      const key = objectKey(def.kind, obj);
-      if (applied.wants(key, obj as TollgateResource)) queue.add(key);
-    };
-    const informer = startInformer<TollgateResource<Spec>>({
-      kc,
-      path: objects.watchPath,
-      list: () => objects.list(),
-      log: d.log,
-      delay: d.delay,
-      onAdd: onChange,
-      onUpdate: onChange,
-    });
-    informers.push(informer as RunningInformer<never>);
-    return { objects, informer, applied };
-  };
-
-  const orgs = resource<OrganizationResource["spec"]>(KINDS.Organization);
-  const policies = resource<GovernancePolicySpec>(KINDS.GovernancePolicy);
-  const teams = resource<ApproverTeamSpec>(KINDS.ApproverTeam);
-
-  const deps: HandlerDeps = {
-    service: d.service,
-    organizations: orgs.informer as RunningInformer<OrganizationResource>,
-    enqueueDependents(org) {
-      for (const p of dependentsNeedingWork(org, policies.informer.list()))
-        queue.add(objectKey("GovernancePolicy", p));
-      for (const t of dependentsNeedingWork(org, teams.informer.list()))
-        queue.add(objectKey("ApproverTeam", t));
-      for (const ns of d.namespaces.list()) {
-        if (ns.metadata?.labels?.[Labels.organization] === org.spec?.slug)
-          queue.add(objectKey(NAMESPACE_KIND, ns));
-      }
-    },
-  };
-  const common = { events: d.events, log: d.log };
-  const controller = new Controller({
-    queue,
-    workers: d.config.workers,
-    resyncMs: d.config.resyncMs,
-    metrics: d.metrics,
-    log: d.log,
-    reconcilers: [
-      new ResourceReconciler({
-        def: KINDS.Organization,
-        ...orgs,
-        handler: organizationHandler(deps),
-        ...common,
-      }),
-      new ResourceReconciler({
-        def: KINDS.GovernancePolicy,
-        ...policies,
-        handler: policyHandler(deps),
-        ...common,
-      }),
-      new ResourceReconciler({
-        def: KINDS.ApproverTeam,
-        ...teams,
-        handler: approverTeamHandler(deps),
-        ...common,
-      }),
-      new NamespaceReconciler({
-        core,
-        namespaces: d.namespaces,
-        organizations: deps.organizations,
-        service: d.service,
-        mintApiKeys: d.config.sidecar.auth === SidecarAuth.apiKey,
-        ...common,
-      }),
-    ],
-  });
-  d.setNamespaceHandler((ns) => {
-    if (namespaceOfInterest(ns)) queue.add(objectKey(NAMESPACE_KIND, ns));
-  });
-  d.events.deferWhile(() => queue.length > 0 || queue.inFlight > 0);
-  let stopped = false;
-  const ready = Promise.all([...informers.map((i) => i.synced), d.namespaces.synced]).then(() => {
-    if (stopped) return;
-    controller.start();
-    controller.resync();
-    d.log.info("reconcilers running");
-  });
-  return {
-    ready,
-    async stop() {
-      stopped = true;
-      d.setNamespaceHandler(undefined);
-      d.events.deferWhile(undefined);
-      await controller.stop();
-      await Promise.all(informers.map((i) => i.stop()));
-    },
-  };
 }

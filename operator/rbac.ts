@@ -5,7 +5,7 @@
  */
 import { GROUP, KINDS } from "./crds/schema.js";
 import { WEBHOOK_CONFIGURATION_NAME } from "./webhook/configuration.js";
-import { API_KEY_SECRET } from "./webhook/patch.js";
+import { API_KEY_SECRET } from "./webhook/sidecar.js";
 
 /** A subject of a binding (ServiceAccount in a cluster; User in tests). */
 export type RbacSubject =

@@ -8,7 +8,7 @@
  * Ready (not waited for), and a batch waits until all of its pods are gone, so the node's
  * capacity bounds nothing (a sidecar requests 50m CPU).
  */
-import { SIDECAR_CONTAINER } from "../../operator/webhook/patch.js";
+import { SIDECAR_CONTAINER } from "../../operator/webhook/sidecar.js";
 import { TAG } from "../../test/cluster/support.js";
 import type { KubeApi, WatchEvent } from "./kube-api.js";
 

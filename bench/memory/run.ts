@@ -6,7 +6,7 @@
  *   image  as the images run them: the production build (`npm run build`, built afresh into a
  *          scratch directory) with `node dist/service.js` and `node dist/sidecar.js`, the
  *          sidecar with the V8 flags the admission webhook injects as NODE_OPTIONS
- *          (SIDECAR_NODE_OPTIONS of operator/webhook/patch.ts; the sidecar image sets the same);
+ *          (SIDECAR_NODE_OPTIONS of operator/webhook/sidecar.ts; the sidecar image sets the same);
  *   tsx    as `npm start` runs them in development: the TypeScript sources through
  *          `node --import tsx`, no flags.
  * Readings:
@@ -35,7 +35,7 @@ import { rmSync } from "node:fs";
 import path from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { parseArgs } from "node:util";
-import { SIDECAR_NODE_OPTIONS } from "../../operator/webhook/patch.js";
+import { SIDECAR_NODE_OPTIONS } from "../../operator/webhook/sidecar.js";
 import type { InvokeResponse__Output } from "../../sidecar/generated/tollgate/v1/InvokeResponse.js";
 import { createGatewayClient } from "../../sidecar/proto.js";
 import { jsonToStruct } from "../../sidecar/struct.js";

@@ -35,7 +35,8 @@ import path from "node:path";
 import { parseArgs } from "node:util";
 import { createWebhookPki } from "../../operator/webhook/certs.js";
 import { sidecarInjectorConfiguration } from "../../operator/webhook/configuration.js";
-import { buildInjection, SIDECAR_CONTAINER } from "../../operator/webhook/patch.js";
+import { buildInjection } from "../../operator/webhook/patch.js";
+import { SIDECAR_CONTAINER } from "../../operator/webhook/sidecar.js";
 import { freePorts } from "../../test/support/controlplane.js";
 import {
   type ApiClient,

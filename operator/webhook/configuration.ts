@@ -7,7 +7,7 @@
  *   except pods annotated tollgate.dev/inject=false (matchConditions).
  * - `pods.sidecar.tollgate.dev`: other namespaces, only pods annotated tollgate.dev/inject=true.
  */
-import { Annotations, Labels } from "./patch.js";
+import { Annotations, Labels } from "./sidecar.js";
 
 /** Default name of the configuration. */
 export const WEBHOOK_CONFIGURATION_NAME = "tollgate-sidecar-injector";

@@ -9,7 +9,8 @@ import type { Logger } from "pino";
 import { z } from "zod";
 import { AdmissionOutcome, type OperatorMetrics } from "../metrics.js";
 import { MUTATE_PATH } from "./configuration.js";
-import { buildInjection, type InjectionConfig, type NamespaceLike, type PodLike } from "./patch.js";
+import { buildInjection, type NamespaceLike, type PodLike } from "./patch.js";
+import type { InjectionConfig } from "./sidecar.js";
 import type { ServingCert } from "./tls.js";
 
 /** The parts of an AdmissionReview request the webhook reads. */

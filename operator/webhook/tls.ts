@@ -8,6 +8,7 @@
 import { readFile } from "node:fs/promises";
 import path from "node:path";
 import type { CoreV1Api, V1Secret } from "@kubernetes/client-node";
+import jsonpatch from "fast-json-patch";
 import type { Logger } from "pino";
 import {
   describeKubeError,
@@ -116,13 +117,16 @@ export async function readCertDir(dir: string): Promise<ServingCert> {
 
 /** MutatingWebhookConfiguration as plain JSON (only what the operator reads). */
 export interface WebhookConfigurationObject {
-  metadata?: { name?: string };
+  metadata?: { name?: string; resourceVersion?: string };
   webhooks?: Array<{ name: string; clientConfig?: { caBundle?: string } }>;
 }
 
 /**
  * Sets `caPem` as the caBundle of every webhook of the configuration `name`. Returns false when
- * the configuration does not exist (yet); true when it holds the bundle afterwards.
+ * the configuration does not exist (yet); true when it holds the bundle afterwards. The JSON
+ * Patch is the diff (fast-json-patch `compare`) of the configuration and a copy with the bundle
+ * set, guarded by a `test` of the resourceVersion so its webhook indices cannot land on a list
+ * changed meanwhile (the API server then answers 409/422 and the next publish retries).
  */
 export async function publishCaBundle(
   configs: GroupObjects<WebhookConfigurationObject>,
@@ -138,14 +142,15 @@ export async function publishCaBundle(
     throw new Error(`cannot read MutatingWebhookConfiguration ${name}: ${describeKubeError(err)}`);
   }
   const bundle = Buffer.from(caPem).toString("base64");
-  const patch: JsonPatch = [];
-  (config.webhooks ?? []).forEach((w, i) => {
-    if (w.clientConfig?.caBundle !== bundle) {
-      patch.push({ op: "add", path: `/webhooks/${i}/clientConfig/caBundle`, value: bundle });
-    }
-  });
-  if (patch.length === 0) return true;
-  await configs.patch(name, patch);
-  log.info({ configuration: name, webhooks: patch.length }, "caBundle published");
+  const published = structuredClone(config);
+  for (const w of published.webhooks ?? []) w.clientConfig = { ...w.clientConfig, caBundle: bundle };
+  const changes = jsonpatch.compare(config, published) as JsonPatch;
+  if (changes.length === 0) return true;
+  const resourceVersion = config.metadata?.resourceVersion;
+  const guard: JsonPatch = resourceVersion
+    ? [{ op: "test", path: "/metadata/resourceVersion", value: resourceVersion }]
+    : [];
+  await configs.patch(name, [...guard, ...changes]);
+  log.info({ configuration: name, webhooks: changes.length }, "caBundle published");
   return true;
 }

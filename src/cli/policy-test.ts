@@ -26,7 +26,7 @@ import { readdir, readFile } from "node:fs/promises";
 import path from "node:path";
 import { parseAllDocuments } from "yaml";
 import { z } from "zod";
-import { policyBody } from "../../operator/crds/mapping.js";
+import { policyBody } from "../../operator/controllers/governancepolicy/mapping.js";
 import { GovernancePolicySpecSchema } from "../../operator/crds/schema.js";
 import { issueLines } from "../contract/v1/issues.js";
 import { evaluate } from "../policy/engine.js";

@@ -15,7 +15,7 @@ import path from "node:path";
 import * as grpc from "@grpc/grpc-js";
 import * as protoLoader from "@grpc/proto-loader";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { SIDECAR_NODE_OPTIONS } from "../../operator/webhook/patch.js";
+import { SIDECAR_NODE_OPTIONS } from "../../operator/webhook/sidecar.js";
 import { createGatewayClient, LOADER_OPTIONS } from "../../sidecar/proto.js";
 import { freePort } from "../support/postgres.js";
 

@@ -17,9 +17,8 @@ import { parseAllDocuments, parse as parseYaml } from "yaml";
 import { loadOperatorConfig } from "../../operator/config.js";
 import { operatorRbac } from "../../operator/rbac.js";
 import { sidecarInjectorConfiguration } from "../../operator/webhook/configuration.js";
+import { applyPatch, buildInjection } from "../../operator/webhook/patch.js";
 import {
-  applyPatch,
-  buildInjection,
   DEFAULT_SIDECAR_PORTS,
   DEFAULT_SIDECAR_RESOURCES,
   Labels,
@@ -27,7 +26,7 @@ import {
   SIDECAR_CONTAINER,
   SIDECAR_LABEL_VALUE,
   SIDECAR_NODE_OPTIONS,
-} from "../../operator/webhook/patch.js";
+} from "../../operator/webhook/sidecar.js";
 import { type ControlPlane, startControlPlane } from "../support/controlplane.js";
 import { kubectl } from "../support/kubectl.js";
 import { promtool } from "../support/promtool.js";

@@ -8,11 +8,11 @@
 import { readFileSync } from "node:fs";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { nextStatus } from "../../operator/controller/conditions.js";
-import { classifyFailure } from "../../operator/controller/resource.js";
-import { policyBody } from "../../operator/crds/mapping.js";
+import { policyBody } from "../../operator/controllers/governancepolicy/mapping.js";
+import { nextStatus } from "../../operator/controllers/runtime/conditions.js";
+import { classifyFailure } from "../../operator/controllers/runtime/resource-reconciler.js";
 import { GovernancePolicySpecSchema } from "../../operator/crds/schema.js";
-import { AdminApiClient } from "../../operator/service/client.js";
+import { AdminApiClient } from "../../operator/governance/client.js";
 import { startTestService, type TestService } from "../support/service.js";
 
 describe("CEL custom rules through the API", () => {

@@ -2,7 +2,7 @@
  * Wire shapes of the service admin API (README "Admin API"): the bodies of
  * PUT /v1/admin/organizations/{slug}, .../policies/{name} and .../approver-teams/{name}, and the
  * names in their paths. The service validates with them; the operator builds its bodies against
- * them (operator/crds/mapping.ts). Snake_case, as every wire shape.
+ * them (operator/controllers/<kind>/mapping.ts). Snake_case, as every wire shape.
  */
 import { z } from "zod";
 import { EvaluationModeSchema, PolicyConfigPatchSchema, RunawayLimitsSchema } from "../../policy/schema.js";

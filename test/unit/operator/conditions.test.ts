@@ -5,7 +5,7 @@ import {
   nextStatus,
   Reason,
   statusChanged,
-} from "../../../operator/controller/conditions.js";
+} from "../../../operator/controllers/runtime/conditions.js";
 import { FINALIZER, type ResourceStatus, type TollgateResource } from "../../../operator/crds/schema.js";
 
 const t0 = new Date("2024-05-01T10:00:00.123Z");

@@ -4,20 +4,21 @@ import {
   OperatorConfigError,
   operatorEnvironmentHelp,
 } from "../../../operator/config.js";
-import { nextStatus } from "../../../operator/controller/conditions.js";
-import { AppliedGenerations, classifyFailure, formatIssues } from "../../../operator/controller/resource.js";
+import { nextStatus } from "../../../operator/controllers/runtime/conditions.js";
+import { AppliedGenerations } from "../../../operator/controllers/runtime/predicates.js";
+import { classifyFailure, formatIssues } from "../../../operator/controllers/runtime/resource-reconciler.js";
 import {
   FINALIZER,
   GovernancePolicySpecSchema,
   type TollgateResource,
 } from "../../../operator/crds/schema.js";
+import { AdminApiError } from "../../../operator/governance/client.js";
 import { INFORMER_BACKOFF, nextBackoff } from "../../../operator/kube/informer.js";
-import { ServiceError } from "../../../operator/service/client.js";
 import {
   DEFAULT_SIDECAR_PORTS,
   DEFAULT_SIDECAR_RESOURCES,
   SIDECAR_NODE_OPTIONS,
-} from "../../../operator/webhook/patch.js";
+} from "../../../operator/webhook/sidecar.js";
 
 const base = {
   TOLLGATE_SERVICE_URL: "http://tollgate:8000",
@@ -158,10 +159,10 @@ describe("reconcile helpers", () => {
   });
 
   it.each([
-    [new ServiceError(400, "TG_ERR_VALIDATION", "bad"), "ServiceRejected"],
-    [new ServiceError(404, "TG_ERR_NOT_FOUND", "Organization not found"), "OrganizationNotFound"],
-    [new ServiceError(503, "TG_ERR_INTERNAL", "down"), "ServiceUnavailable"],
-    [new ServiceError(0, "UNREACHABLE", "ECONNREFUSED"), "ServiceUnavailable"],
+    [new AdminApiError(400, "TG_ERR_VALIDATION", "bad"), "ServiceRejected"],
+    [new AdminApiError(404, "TG_ERR_NOT_FOUND", "Organization not found"), "OrganizationNotFound"],
+    [new AdminApiError(503, "TG_ERR_INTERNAL", "down"), "ServiceUnavailable"],
+    [new AdminApiError(0, "UNREACHABLE", "ECONNREFUSED"), "ServiceUnavailable"],
   ])("classifies %s", (err, reason) => {
     expect(classifyFailure(err).reason).toBe(reason);
   });

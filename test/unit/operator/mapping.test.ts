@@ -2,13 +2,10 @@ import { readFile } from "node:fs/promises";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
 import { parse as parseYaml } from "yaml";
-import {
-  approverTeamBody,
-  managedBy,
-  organizationBody,
-  policyBody,
-  serviceName,
-} from "../../../operator/crds/mapping.js";
+import { approverTeamBody } from "../../../operator/controllers/approverteam/mapping.js";
+import { policyBody } from "../../../operator/controllers/governancepolicy/mapping.js";
+import { organizationBody } from "../../../operator/controllers/organization/mapping.js";
+import { managedBy, serviceName } from "../../../operator/controllers/shared/mapping.js";
 import {
   ApproverTeamSpecSchema,
   GovernancePolicySpecSchema,

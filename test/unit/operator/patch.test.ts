@@ -3,15 +3,17 @@ import {
   agentNameOf,
   applyPatch,
   buildInjection,
-  DEFAULT_SIDECAR_RESOURCES,
-  type InjectionConfig,
   type NamespaceLike,
   type PatchOperation,
   type PodLike,
-  SIDECAR_NODE_OPTIONS,
   skipReason,
   takenPortNames,
 } from "../../../operator/webhook/patch.js";
+import {
+  DEFAULT_SIDECAR_RESOURCES,
+  type InjectionConfig,
+  SIDECAR_NODE_OPTIONS,
+} from "../../../operator/webhook/sidecar.js";
 
 const cfg: InjectionConfig = {
   image: "ghcr.io/tollgate/sidecar:0.1.0",
@@ -397,7 +399,7 @@ describe("buildInjection", () => {
   it("the postStart script waits until the probe face answers /readyz with 200", async () => {
     const http = await import("node:http");
     const { spawn } = await import("node:child_process");
-    const { waitForSidecarScript } = await import("../../../operator/webhook/patch.js");
+    const { waitForSidecarScript } = await import("../../../operator/webhook/sidecar.js");
     // Reserve a free port; nothing listens at first, then the face answers 503, then 200.
     let ready = false;
     const paths: string[] = [];

@@ -1,5 +1,6 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
-import { keyOf, parseKey, WorkQueue } from "../../../operator/controller/queue.js";
+import { keyOf, parseKey } from "../../../operator/controllers/runtime/reconcile.js";
+import { WorkQueue } from "../../../operator/controllers/runtime/workqueue.js";
 
 describe("WorkQueue", () => {
   beforeEach(() => vi.useFakeTimers());

@@ -1,7 +1,9 @@
 /**
- * Client of the governance service's admin API (src/service/orgs/admin-routes.ts), authenticated with
- * the service admin token (`Authorization: Bearer <token>`, read from a mounted Secret file and
- * re-read every few seconds so a rotated Secret takes effect without a restart). Requests go over
+ * Client of the governance service's admin API (src/service/orgs/admin-routes.ts), the operator's
+ * only way to the service (the folder is named "governance", not "service", so it does not read as
+ * a Kubernetes Service). Authenticated with the service admin token (`Authorization: Bearer
+ * <token>`, read from a mounted Secret file and re-read every few seconds so a rotated Secret takes
+ * effect without a restart). Requests go over
  * node:http(s) keep-alive connections: the global fetch cost the operator several times more CPU
  * per call, which a burst of reconciles takes from the API server on a small node. Responses are
  * validated with zod; errors carry the HTTP status and the service's error code, never the token.
@@ -11,18 +13,29 @@ import { readFile } from "node:fs/promises";
 import http from "node:http";
 import https from "node:https";
 import { z } from "zod";
+import type {
+  ApproverTeamSpecSchema,
+  OrganizationSpecSchema,
+  PolicySpecSchema,
+} from "../../src/contract/v1/admin.js";
 import { traceCarrier } from "../../src/telemetry/tracing.js";
-import type { ApproverTeamBody, OrganizationBody, PolicyBody } from "../crds/mapping.js";
+
+/** Body of PUT /v1/admin/organizations/{slug} (the contract's OrganizationSpecSchema input). */
+export type OrganizationBody = z.input<typeof OrganizationSpecSchema>;
+/** Body of PUT /v1/admin/organizations/{slug}/policies/{name} (config is a PolicyConfigPatch). */
+export type PolicyBody = z.input<typeof PolicySpecSchema>;
+/** Body of PUT /v1/admin/organizations/{slug}/approver-teams/{name}. */
+export type ApproverTeamBody = z.input<typeof ApproverTeamSpecSchema>;
 
 /** A failed admin API call. `status` is 0 for network errors and timeouts. */
-export class ServiceError extends Error {
+export class AdminApiError extends Error {
   constructor(
     readonly status: number,
     readonly code: string,
     message: string,
   ) {
     super(message);
-    this.name = "ServiceError";
+    this.name = "AdminApiError";
   }
 }
 
@@ -41,7 +54,7 @@ export function tokenFromFile(file: string, maxAgeMs = 5_000): () => Promise<str
       return token;
     } catch (err) {
       cached = undefined;
-      throw new ServiceError(
+      throw new AdminApiError(
         0,
         "TOKEN_UNREADABLE",
         `cannot read the service admin token from ${file}: ${(err as Error).message}`,
@@ -101,7 +114,7 @@ export class AdminApiClient {
     this.agent.destroy();
   }
 
-  /** One HTTP exchange; rejects with ServiceError(0) on network errors and timeouts. */
+  /** One HTTP exchange; rejects with AdminApiError(0) on network errors and timeouts. */
   private send(
     method: string,
     path: string,
@@ -109,7 +122,8 @@ export class AdminApiClient {
     body: string | undefined,
   ): Promise<{ status: number; statusText: string; text: string }> {
     return new Promise((resolve, reject) => {
-      const fail = (what: string) => reject(new ServiceError(0, "UNREACHABLE", `${method} ${path}: ${what}`));
+      const fail = (what: string) =>
+        reject(new AdminApiError(0, "UNREACHABLE", `${method} ${path}: ${what}`));
       const req = this.transport.request(
         {
           protocol: this.base.protocol,
@@ -171,11 +185,11 @@ export class AdminApiClient {
       const e = ErrorBody.safeParse(json);
       const code = (e.success && e.data.code) || `HTTP_${res.status}`;
       const message = (e.success && e.data.message) || res.statusText;
-      throw new ServiceError(res.status, code, `${method} ${path}: ${res.status} ${code}: ${message}`);
+      throw new AdminApiError(res.status, code, `${method} ${path}: ${res.status} ${code}: ${message}`);
     }
     const parsed = schema.safeParse(json);
     if (!parsed.success) {
-      throw new ServiceError(
+      throw new AdminApiError(
         502,
         "BAD_RESPONSE",
         `${method} ${path}: unexpected response: ${parsed.error.issues[0]?.message}`,
@@ -246,7 +260,7 @@ export class AdminApiClient {
     try {
       return await p;
     } catch (err) {
-      if (err instanceof ServiceError && err.status === 404) return { deleted: false };
+      if (err instanceof AdminApiError && err.status === 404) return { deleted: false };
       throw err;
     }
   }

@@ -1,35 +1,22 @@
 /**
- * Runs reconcilers over the work queue: N workers take keys `kind/namespace/name`, call the
- * reconciler of that kind, and requeue with per-key exponential backoff when it fails or asks to
- * retry. A periodic resync re-adds every known key so drift in the service is repaired.
+ * The controller loop (controller-runtime's pkg/controller): N workers take keys
+ * `kind/namespace/name` from the work queue, call the reconciler of that kind with a context whose
+ * logger is bound to the request, and act on its Result: `requeue` (or a throw) re-adds the key
+ * with per-key exponential backoff, `requeueAfter` re-adds it after that many seconds, anything
+ * else forgets its backoff. A periodic resync re-adds every known key so drift in the service is
+ * repaired.
  * Each reconcile is one trace (span `reconcile <Kind>`, attributes `k8s.object.kind`,
  * `k8s.namespace.name`, `k8s.object.name`, `tollgate.reconcile.result`), continued by the
  * service's spans of the admin API calls it makes.
  */
 
-const operatorTracer = tracer("tollgate-operator");
-
 import type { Logger } from "pino";
-import { SpanKind, tracer, withSpan } from "../../src/telemetry/tracing.js";
-import { type OperatorMetrics, ReconcileResult } from "../metrics.js";
-import { type ObjectKey, parseKey, type WorkQueue } from "./queue.js";
+import { SpanKind, tracer, withSpan } from "../../../src/telemetry/tracing.js";
+import { type OperatorMetrics, ReconcileResult } from "../../metrics.js";
+import { keyOf, parseKey, type Reconciler, type Request, type Result } from "./reconcile.js";
+import type { WorkQueue } from "./workqueue.js";
 
-/** What a reconcile asks the controller to do next. */
-export interface ReconcileReply {
-  /** Retry with the key's exponential backoff (transient failure). */
-  retry?: boolean;
-  /** Reconcile again after this many ms (e.g. waiting for another object). */
-  requeueAfterMs?: number;
-}
-
-/** One reconciler per kind. */
-export interface Reconciler {
-  kind: string;
-  /** Brings the world in line with the object `key` names; throwing counts as a transient failure. */
-  reconcile(key: ObjectKey): Promise<ReconcileReply>;
-  /** Keys of every object the reconciler knows (for periodic resync). */
-  keys(): string[];
-}
+const operatorTracer = tracer("tollgate-operator");
 
 /** Options of {@link Controller}. */
 export interface ControllerOptions {
@@ -53,9 +40,9 @@ export class Controller {
     this.byKind = new Map(opts.reconcilers.map((r) => [r.kind, r]));
   }
 
-  /** Adds a key to the queue. */
-  enqueue(key: string): void {
-    this.opts.queue.add(key);
+  /** Adds a request to the queue. */
+  enqueue(req: Request): void {
+    this.opts.queue.add(keyOf(req));
     this.opts.metrics.queueDepth.set(this.opts.queue.length);
   }
 
@@ -68,9 +55,9 @@ export class Controller {
     }
   }
 
-  /** Re-adds every known key. */
+  /** Re-adds every known object. */
   resync(): void {
-    for (const r of this.opts.reconcilers) for (const k of r.keys()) this.enqueue(k);
+    for (const r of this.opts.reconcilers) for (const req of r.requests()) this.enqueue(req);
   }
 
   /** Stops taking keys and waits for in-flight reconciles to finish. */
@@ -87,7 +74,7 @@ export class Controller {
       const key = await queue.get();
       if (key === undefined) return;
       metrics.queueDepth.set(queue.length);
-      let parsed: ObjectKey;
+      let parsed: Request;
       try {
         parsed = parseKey(key);
       } catch {
@@ -102,7 +89,7 @@ export class Controller {
       const end = metrics.reconcileDuration.startTimer({ kind: parsed.kind });
       let result: ReconcileResult = ReconcileResult.success;
       try {
-        const reply = await withSpan(
+        const reply: Result = await withSpan(
           operatorTracer,
           `reconcile ${parsed.kind}`,
           {
@@ -115,23 +102,23 @@ export class Controller {
             },
           },
           async (span) => {
-            const r = await reconciler.reconcile(parsed);
+            const r = await reconciler.reconcile({ log: log.child(parsed) }, parsed);
             span.setAttribute(
               "tollgate.reconcile.result",
-              r.retry || r.requeueAfterMs !== undefined ? "requeue" : "success",
+              r.requeue || r.requeueAfter !== undefined ? "requeue" : "success",
             );
             return r;
           },
         );
-        if (reply.retry) {
+        if (reply.requeueAfter !== undefined) {
+          result = ReconcileResult.requeue;
+          queue.forget(key);
+          queue.addAfter(key, reply.requeueAfter * 1000);
+        } else if (reply.requeue) {
           result = ReconcileResult.requeue;
           queue.addRateLimited(key);
         } else {
           queue.forget(key);
-          if (reply.requeueAfterMs !== undefined) {
-            result = ReconcileResult.requeue;
-            queue.addAfter(key, reply.requeueAfterMs);
-          }
         }
       } catch (err) {
         result = ReconcileResult.error;

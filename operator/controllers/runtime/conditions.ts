@@ -15,7 +15,7 @@ import {
   FINALIZER,
   type ResourceStatus,
   type TollgateResource,
-} from "../crds/schema.js";
+} from "../../crds/schema.js";
 
 /** Condition types written by the operator. */
 export const ConditionType = { Ready: "Ready", Synced: "Synced" } as const;

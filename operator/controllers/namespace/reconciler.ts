@@ -12,17 +12,15 @@
  */
 
 import type { CoreV1Api, V1Namespace, V1Secret } from "@kubernetes/client-node";
-import type { Logger } from "pino";
-import { FINALIZER } from "../crds/schema.js";
-import { describeKubeError, finalizersPatch, isNotFound, statusOf } from "../kube/clients.js";
-import type { EventRecorder } from "../kube/events.js";
-import type { RunningInformer } from "../kube/informer.js";
-import { type AdminApiClient, ServiceError } from "../service/client.js";
-import { API_KEY_SECRET, API_KEY_SECRET_KEY, Labels } from "../webhook/patch.js";
-import { isSynced } from "./conditions.js";
-import type { ReconcileReply, Reconciler } from "./controller.js";
-import type { OrganizationResource } from "./kinds.js";
-import { keyOf, type ObjectKey } from "./queue.js";
+import { FINALIZER } from "../../crds/schema.js";
+import { type AdminApiClient, AdminApiError } from "../../governance/client.js";
+import { describeKubeError, finalizersPatch, isNotFound, statusOf } from "../../kube/clients.js";
+import type { EventRecorder } from "../../kube/events.js";
+import type { RunningInformer } from "../../kube/informer.js";
+import { API_KEY_SECRET, API_KEY_SECRET_KEY, Labels } from "../../webhook/sidecar.js";
+import { isSynced } from "../runtime/conditions.js";
+import type { Context, Reconciler, Request, Result } from "../runtime/reconcile.js";
+import type { OrganizationResource } from "../shared/organization-ref.js";
 
 /** Queue kind of namespaces. */
 export const NAMESPACE_KIND = "Namespace";
@@ -61,11 +59,10 @@ export interface NamespaceReconcilerOptions {
   core: CoreV1Api;
   namespaces: RunningInformer<V1Namespace>;
   organizations: RunningInformer<OrganizationResource>;
-  service: AdminApiClient;
+  governance: AdminApiClient;
   events: EventRecorder;
-  log: Logger;
-  /** Delay before checking again while the organization is not synced (ms, default 30 000). */
-  waitForOrganizationMs?: number;
+  /** Delay before checking again while the organization is not synced (seconds, default 30). */
+  waitForOrganizationSeconds?: number;
   /**
    * Mint namespace API keys (sidecar auth `apiKey`). Off (the default with service account token
    * auth): no key, no Secret; a key and Secret left from an earlier apiKey install are revoked and
@@ -81,15 +78,15 @@ export class NamespaceReconciler implements Reconciler {
 
   constructor(private readonly o: NamespaceReconcilerOptions) {}
 
-  keys(): string[] {
+  requests(): Request[] {
     return this.o.namespaces
       .list()
       .filter(namespaceOfInterest)
-      .map((ns) => keyOf({ kind: NAMESPACE_KIND, namespace: "", name: ns.metadata!.name! }));
+      .map((ns) => ({ kind: NAMESPACE_KIND, namespace: "", name: ns.metadata!.name! }));
   }
 
-  async reconcile(key: ObjectKey): Promise<ReconcileReply> {
-    const ns = this.o.namespaces.get(key.name);
+  async reconcile(ctx: Context, req: Request): Promise<Result> {
+    const ns = this.o.namespaces.get(req.name);
     if (!ns?.metadata?.name) return {};
     const name = ns.metadata.name;
     const slug = this.o.mintApiKeys === false ? undefined : governingSlug(ns);
@@ -109,7 +106,7 @@ export class NamespaceReconciler implements Reconciler {
           ns,
           (ns.metadata.finalizers ?? []).filter((f) => f !== FINALIZER),
         );
-      this.o.log.info({ namespace: name }, "namespace API key revoked");
+      ctx.log.info("namespace API key revoked");
       return {};
     }
 
@@ -117,11 +114,17 @@ export class NamespaceReconciler implements Reconciler {
       .list()
       .find((o) => !o.metadata.deletionTimestamp && o.status?.organization === slug && isSynced(o.status));
     if (!org) {
-      this.warnOnce(ns, "OrganizationNotReady", `No synced Organization with slug ${slug}; no API key yet`);
-      return { requeueAfterMs: this.o.waitForOrganizationMs ?? 30_000 };
+      this.warnOnce(
+        ctx,
+        ns,
+        "OrganizationNotReady",
+        `No synced Organization with slug ${slug}; no API key yet`,
+      );
+      return { requeueAfter: this.o.waitForOrganizationSeconds ?? 30 };
     }
     if (secret && !managed) {
       this.warnOnce(
+        ctx,
         ns,
         "SecretConflict",
         `Secret ${API_KEY_SECRET} exists and is not managed by the operator`,
@@ -133,7 +136,7 @@ export class NamespaceReconciler implements Reconciler {
 
     const rotation = ns.metadata.annotations?.[ROTATE_ANNOTATION] ?? "";
     const keyName = apiKeyName(name);
-    const active = (await this.o.service.listApiKeys(slug)).filter(
+    const active = (await this.o.governance.listApiKeys(slug)).filter(
       (k) => k.name === keyName && !k.revoked_at,
     );
     const annotations = secret?.metadata?.annotations ?? {};
@@ -145,18 +148,19 @@ export class NamespaceReconciler implements Reconciler {
       Boolean(secret?.data?.[API_KEY_SECRET_KEY]) &&
       (annotations[SecretMeta.rotation] ?? "") === rotation;
     if (upToDate) {
-      for (const k of active) if (k.key_id !== currentId) await this.o.service.revokeApiKey(slug, k.key_id);
+      for (const k of active)
+        if (k.key_id !== currentId) await this.o.governance.revokeApiKey(slug, k.key_id);
       return {};
     }
 
-    const minted = await this.o.service.createApiKey(slug, keyName, "client");
+    const minted = await this.o.governance.createApiKey(slug, keyName, "client");
     try {
       await this.writeSecret(name, secret, { slug, keyId: minted.key_id, apiKey: minted.api_key, rotation });
     } catch (err) {
-      await this.o.service.revokeApiKey(slug, minted.key_id).catch(() => undefined);
+      await this.o.governance.revokeApiKey(slug, minted.key_id).catch(() => undefined);
       throw err;
     }
-    for (const k of active) await this.o.service.revokeApiKey(slug, k.key_id);
+    for (const k of active) await this.o.governance.revokeApiKey(slug, k.key_id);
     const previousOrg = annotations[SecretMeta.organization];
     if (previousOrg && previousOrg !== slug) await this.revokeAll(name, [previousOrg]);
     const rotated = secret !== undefined;
@@ -166,7 +170,7 @@ export class NamespaceReconciler implements Reconciler {
       rotated ? "ApiKeyRotated" : "ApiKeyMinted",
       `API key of organization ${slug} ${rotated ? "rotated" : "minted"} into Secret ${API_KEY_SECRET}`,
     );
-    this.o.log.info({ namespace: name, organization: slug, rotated }, "namespace API key minted");
+    ctx.log.info({ organization: slug, rotated }, "namespace API key minted");
     return {};
   }
 
@@ -175,14 +179,14 @@ export class NamespaceReconciler implements Reconciler {
     for (const slug of new Set(slugs.filter((s): s is string => Boolean(s)))) {
       let keys: Awaited<ReturnType<AdminApiClient["listApiKeys"]>>;
       try {
-        keys = await this.o.service.listApiKeys(slug);
+        keys = await this.o.governance.listApiKeys(slug);
       } catch (err) {
-        if (err instanceof ServiceError && err.status === 404) continue; // organization gone: keys gone too
+        if (err instanceof AdminApiError && err.status === 404) continue; // organization gone: keys gone too
         throw err;
       }
       for (const k of keys) {
         if (k.name === apiKeyName(namespace) && !k.revoked_at)
-          await this.o.service.revokeApiKey(slug, k.key_id);
+          await this.o.governance.revokeApiKey(slug, k.key_id);
       }
     }
   }
@@ -250,11 +254,11 @@ export class NamespaceReconciler implements Reconciler {
     }
   }
 
-  private warnOnce(ns: V1Namespace, reason: string, message: string): void {
+  private warnOnce(ctx: Context, ns: V1Namespace, reason: string, message: string): void {
     const name = ns.metadata!.name!;
     if (this.warned.get(name) === message) return;
     this.warned.set(name, message);
-    this.o.log.warn({ namespace: name, reason }, message);
+    ctx.log.warn({ reason }, message);
     void this.o.events.record(
       { apiVersion: "v1", kind: "Namespace", name, uid: ns.metadata?.uid },
       "Warning",

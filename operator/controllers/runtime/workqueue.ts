@@ -1,6 +1,6 @@
 /**
- * The operator's work queue (client-go workqueue semantics): keys `kind/namespace/name`, FIFO,
- * deduplicated (a key waits at most once), never handed to two workers at a time (a key added
+ * The operator's work queue (client-go workqueue semantics): keys `kind/namespace/name`
+ * (./reconcile.ts `keyOf`), FIFO, deduplicated (a key waits at most once), never handed to two workers at a time (a key added
  * while it is being processed is queued again when `done` is called), delayed adds, and
  * per-key exponential backoff after failures.
  */
@@ -27,23 +27,6 @@ export interface WorkQueueOptions {
   /** Upper bound of the retry delay (default 30 000 ms). */
   maxDelayMs?: number;
   timers?: Timers;
-}
-
-/** Identity of one object in the queue. `namespace` is "" for cluster-scoped kinds. */
-export interface ObjectKey {
-  kind: string;
-  namespace: string;
-  name: string;
-}
-
-/** `kind/namespace/name` (namespace empty for cluster-scoped objects). */
-export const keyOf = (k: ObjectKey): string => `${k.kind}/${k.namespace}/${k.name}`;
-
-/** Parses a key made by {@link keyOf}; throws on a malformed key. */
-export function parseKey(key: string): ObjectKey {
-  const parts = key.split("/");
-  if (parts.length !== 3 || !parts[0] || !parts[2]) throw new Error(`malformed queue key: ${key}`);
-  return { kind: parts[0], namespace: parts[1]!, name: parts[2] };
 }
 
 /** A FIFO, deduplicating work queue with delayed and rate-limited adds. */

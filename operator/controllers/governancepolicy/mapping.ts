@@ -1,68 +1,15 @@
 /**
- * Pure mapping from the CRD specs (camelCase, ./schema.ts) to the bodies of the service admin API
- * (snake_case, the contract's src/contract/v1/admin.ts: OrganizationSpecSchema, PolicySpecSchema
- * with config = PolicyConfigPatchSchema, ApproverTeamSpecSchema). Keys the resource leaves unset
- * are left out of the body, so a policy only overrides what it sets.
+ * Pure mapping from the GovernancePolicy spec (camelCase, operator/crds/schema.ts) to the body of
+ * PUT .../policies/{name} (snake_case, the contract's PolicySpecSchema in src/contract/v1/admin.ts,
+ * config = PolicyConfigPatchSchema). Keys the resource leaves unset are left out of the body, so
+ * a policy only overrides what it sets.
  *
  * The operator talks to the service over HTTP only: it shares the wire contract, never the
  * service's code, and the compiler catches a body that drifted from the contract.
  */
-import type { z } from "zod";
-import type {
-  ApproverTeamSpecSchema as ServiceApproverTeamSchema,
-  OrganizationSpecSchema as ServiceOrganizationSchema,
-  PolicySpecSchema as ServicePolicySchema,
-} from "../../src/contract/v1/admin.js";
-import type { ApproverTeamSpec, GovernancePolicySpec, OrganizationSpec } from "./schema.js";
-
-/** Body of PUT /v1/admin/organizations/{slug}. */
-export type OrganizationBody = z.input<typeof ServiceOrganizationSchema>;
-/** Body of PUT /v1/admin/organizations/{slug}/policies/{name}. */
-export type PolicyBody = z.input<typeof ServicePolicySchema>;
-/** Body of PUT /v1/admin/organizations/{slug}/approver-teams/{name}. */
-export type ApproverTeamBody = z.input<typeof ServiceApproverTeamSchema>;
-
-/** Prefix of `managed_by` for everything the operator writes. */
-export const MANAGED_BY_PREFIX = "tollgate-operator";
-
-/** `managed_by` of a resource: `tollgate-operator/<namespace>/<name>` (cluster-scoped: `tollgate-operator/<name>`). */
-export const managedBy = (meta: { name: string; namespace?: string }): string =>
-  meta.namespace
-    ? `${MANAGED_BY_PREFIX}/${meta.namespace}/${meta.name}`
-    : `${MANAGED_BY_PREFIX}/${meta.name}`;
-
-/** Service-side name of a namespaced resource: `<namespace>.<name>` (unique per organization). */
-export const serviceName = (meta: { name: string; namespace?: string }): string =>
-  meta.namespace ? `${meta.namespace}.${meta.name}` : meta.name;
-
-/** Copies `value` under `key` only when it is defined. */
-function put<T extends object, K extends string, V>(target: T, key: K, value: V | undefined): T {
-  if (value !== undefined) (target as Record<string, unknown>)[key] = value;
-  return target;
-}
-
-/** Organization spec → PUT /v1/admin/organizations/{slug} body. */
-export function organizationBody(spec: OrganizationSpec, owner: string): OrganizationBody {
-  const body: OrganizationBody = {
-    environment: spec.environment,
-    kill_switch: { active: spec.killSwitch.active, reason: spec.killSwitch.reason ?? null },
-    pause: { active: spec.pause.active, reason: spec.pause.reason ?? null },
-    approval_timeout_hours: spec.approvalTimeoutHours,
-    evaluation_mode: spec.evaluationMode,
-    api_keys_enabled: spec.apiKeysEnabled,
-    managed_by: owner,
-  };
-  put(body, "display_name", spec.displayName);
-  if (spec.runawayLimits) {
-    const l = spec.runawayLimits;
-    const limits = {};
-    put(limits, "max_events", l.maxEvents);
-    put(limits, "max_duration_seconds", l.maxDurationSeconds);
-    put(limits, "max_tokens", l.maxTokens);
-    body.runaway_limits = limits;
-  }
-  return body;
-}
+import type { GovernancePolicySpec } from "../../crds/schema.js";
+import type { PolicyBody } from "../../governance/client.js";
+import { put } from "../shared/mapping.js";
 
 type PolicyConfig = PolicyBody["config"];
 type PayloadCondition = NonNullable<
@@ -145,13 +92,4 @@ export function policyBody(spec: GovernancePolicySpec, owner: string): PolicyBod
   const body: PolicyBody = { config, managed_by: owner };
   put(body, "policy_version", spec.policyVersion);
   return body;
-}
-
-/** ApproverTeam spec → PUT .../approver-teams/{name} body. */
-export function approverTeamBody(spec: ApproverTeamSpec, owner: string): ApproverTeamBody {
-  return {
-    approvers: spec.approvers.map((a) => put({ email: a.email, role: a.role }, "name", a.name)),
-    fallback_approvers: spec.fallbackApprovers,
-    managed_by: owner,
-  };
 }
