@@ -40,65 +40,53 @@ export interface FinalDecision {
  * A withdrawal and a completion of the chain are likewise `deny` from `backend_evaluation`.
  */
 export function finalDecision(requested: PolicyDecision, outcome: ApprovalOutcome): FinalDecision {
-  const decide = (
-    status: FinalDecision["status"],
-    by: { decidedBy: string | null; notes: string | null },
-    decision: Pick<PolicyDecision, "policy_decision" | "decision_source" | "decision_reason">,
-  ): FinalDecision => ({ status, decision: { ...requested, ...decision }, ...by });
-  switch (outcome.kind) {
-    case "approved": {
-      const { decidedBy, notes } = outcome;
-      return decide(
-        "approved",
-        { decidedBy, notes },
-        {
-          policy_decision: "allow",
-          decision_source: "human_approval",
-          decision_reason: notes ? `Approved by ${decidedBy}: ${notes}` : `Approved by ${decidedBy}`,
-        },
-      );
-    }
+  const { status, decidedBy, notes, reason } = resolutionOf(outcome);
+  const byReviewer = status === "approved" || status === "denied";
+  return {
+    status,
+    decidedBy,
+    notes,
+    decision: {
+      ...requested,
+      policy_decision: status === "approved" ? "allow" : "deny",
+      decision_source: byReviewer ? "human_approval" : "backend_evaluation",
+      decision_reason: reason,
+    },
+  };
+}
+
+/** Status, decider, notes and decision_reason of each outcome. */
+function resolutionOf(o: ApprovalOutcome): Omit<FinalDecision, "decision"> & { reason: string } {
+  switch (o.kind) {
+    case "approved":
+      return {
+        status: "approved",
+        decidedBy: o.decidedBy,
+        notes: o.notes,
+        reason: o.notes ? `Approved by ${o.decidedBy}: ${o.notes}` : `Approved by ${o.decidedBy}`,
+      };
     case "denied":
-      return decide(
-        "denied",
-        { decidedBy: outcome.decidedBy, notes: outcome.notes },
-        {
-          policy_decision: "deny",
-          decision_source: "human_approval",
-          decision_reason: outcome.notes ?? DENIED_WITHOUT_NOTES,
-        },
-      );
+      return {
+        status: "denied",
+        decidedBy: o.decidedBy,
+        notes: o.notes,
+        reason: o.notes ?? DENIED_WITHOUT_NOTES,
+      };
     case "timed_out":
-      return decide(
-        "timed_out",
-        { decidedBy: null, notes: null },
-        {
-          policy_decision: "deny",
-          decision_source: "backend_evaluation",
-          decision_reason: outcome.condition,
-        },
-      );
+      return { status: "timed_out", decidedBy: null, notes: null, reason: o.condition };
     case "withdrawn":
-      return decide(
-        "cancelled",
-        { decidedBy: outcome.withdrawnBy, notes: outcome.reason },
-        {
-          policy_decision: "deny",
-          decision_source: "backend_evaluation",
-          decision_reason: outcome.reason
-            ? `Withdrawn by the caller: ${outcome.reason}`
-            : "Withdrawn by the caller",
-        },
-      );
+      return {
+        status: "cancelled",
+        decidedBy: o.withdrawnBy,
+        notes: o.reason,
+        reason: o.reason ? `Withdrawn by the caller: ${o.reason}` : "Withdrawn by the caller",
+      };
     case "chain_completed":
-      return decide(
-        "cancelled",
-        { decidedBy: null, notes: null },
-        {
-          policy_decision: "deny",
-          decision_source: "backend_evaluation",
-          decision_reason: "Chain completed before a decision",
-        },
-      );
+      return {
+        status: "cancelled",
+        decidedBy: null,
+        notes: null,
+        reason: "Chain completed before a decision",
+      };
   }
 }
