@@ -11,17 +11,24 @@
  *
  * Per repeat, every caller blocks at once on its own chain; the approvals are then spread over
  * two poll intervals, one stratum per caller in a shuffled order, so they land at every phase
- * of the 5 s cycle. Two kinds of caller in the same window:
- *   long-poll  the SDK default: each poll held by the service until the decision (`?wait=5`);
- *   5 s poll   the SDK with long-poll off (`internals.longPoll: false`): the spec's plain poll.
- * Baselines: the spec's 5 s poll as a constant 5000 ms (its worst case), and the 5 s poll as
- * measured. Cadence check: the shortest gap between two approval-status requests of one caller
+ * of the 5 s cycle. Three kinds of caller in the same window:
+ *   long-poll                the SDK default: each poll held by the service until the decision
+ *                            (`?wait=5`), on the replica that takes the approval (woken in-process);
+ *   long-poll, other replica the same, held by a second service process on the same database:
+ *                            only PostgreSQL's NOTIFY (LISTEN connection) wakes it;
+ *   5 s poll                 the SDK with long-poll off (`internals.longPoll: false`): the spec's
+ *                            plain poll.
+ * Baselines: the spec's 5 s poll as a constant 5000 ms (its worst case), the 5 s poll as
+ * measured, and for the other replica the same-replica long-poll of the same run. Cadence check: the shortest gap between two approval-status requests of one caller
  * (the spec's one request per 5 s must hold with long-poll too). Target: resume p99 ≤ 1 s.
  *
- *   npx tsx bench/approval-resume/run.ts [--callers 30] [--poll-callers 4] [--repeats 3] [--quick]
+ *   npx tsx bench/approval-resume/run.ts [--callers 30] [--replica-callers 10] [--poll-callers 4]
+ *     [--repeats 3] [--quick]
  *
- * --quick: 3 long-poll and 2 plain-poll callers, 1 repeat (test/e2e/bench-approval.test.ts).
+ * --quick: 3 long-poll, 2 other-replica and 2 plain-poll callers, 1 repeat
+ * (test/e2e/bench-approval.test.ts).
  */
+import { randomBytes } from "node:crypto";
 import { parseArgs } from "node:util";
 import { Chain, createConfig } from "../../src/sdk/index.js";
 import { api, benchOrg, startDatabase, startServiceProcess } from "../lib/parts.js";
@@ -31,6 +38,7 @@ import { latencyHistogram, median, percentilesMs, type ResultRow, spreadPct } fr
 const { values: args } = parseArgs({
   options: {
     callers: { type: "string", default: "30" },
+    "replica-callers": { type: "string", default: "10" },
     "poll-callers": { type: "string", default: "4" },
     repeats: { type: "string", default: "3" },
     quick: { type: "boolean", default: false },
@@ -38,6 +46,7 @@ const { values: args } = parseArgs({
 });
 const quick = args.quick!;
 const LONG_POLL_CALLERS = quick ? 3 : Number(args.callers);
+const REPLICA_CALLERS = quick ? 2 : Number(args["replica-callers"]);
 const PLAIN_POLL_CALLERS = quick ? 2 : Number(args["poll-callers"]);
 const REPEATS = quick ? 1 : Number(args.repeats);
 /** The spec's poll interval (and the SDK default). */
@@ -46,7 +55,13 @@ const POLL_MS = 5000;
 const SPREAD_MS = 2 * POLL_MS;
 const TARGET_P99_MS = 1000;
 
-type Kind = "long-poll" | "5 s poll";
+type Kind = "long-poll" | "long-poll, other replica" | "5 s poll";
+
+/** The replica that takes the approvals (and holds the same-replica callers), and the other one. */
+interface Replicas {
+  a: string;
+  b: string;
+}
 
 interface Caller {
   kind: Kind;
@@ -59,8 +74,12 @@ interface Caller {
   polls: number[];
 }
 
-/** Opens a chain and blocks it in recordAgentAction; resolves once the approval is pending. */
-async function blockedCaller(url: string, clientKey: string, kind: Kind): Promise<Caller> {
+/**
+ * Opens a chain and blocks it in recordAgentAction, polling replica B for the other-replica kind
+ * and A otherwise; resolves once the approval is pending.
+ */
+async function blockedCaller(replicas: Replicas, clientKey: string, kind: Kind): Promise<Caller> {
+  const url = kind === "long-poll, other replica" ? replicas.b : replicas.a;
   const polls: number[] = [];
   const fetch: typeof globalThis.fetch = (input, init) => {
     if (String(input).includes("/approval-status")) polls.push(performance.now());
@@ -88,13 +107,14 @@ async function blockedCaller(url: string, clientKey: string, kind: Kind): Promis
   }
 }
 
-/** One repeat: block every caller, approve them spread over SPREAD_MS, time each resume. */
-async function runRepeat(url: string, clientKey: string, adminKey: string, spreadMs: number) {
+/** One repeat: block every caller, approve them (on A) spread over SPREAD_MS, time each resume. */
+async function runRepeat(replicas: Replicas, clientKey: string, adminKey: string, spreadMs: number) {
   const kinds: Kind[] = [
     ...Array<Kind>(LONG_POLL_CALLERS).fill("long-poll"),
+    ...Array<Kind>(REPLICA_CALLERS).fill("long-poll, other replica"),
     ...Array<Kind>(PLAIN_POLL_CALLERS).fill("5 s poll"),
   ];
-  const callers = await Promise.all(kinds.map((k) => blockedCaller(url, clientKey, k)));
+  const callers = await Promise.all(kinds.map((k) => blockedCaller(replicas, clientKey, k)));
   // One stratum of the window per caller, in a shuffled order (kinds interleave).
   const order = callers.map((c) => ({ c, key: Math.random() })).sort((x, y) => x.key - y.key);
   // The last stratum (past one poll interval) goes to a long-poll caller, so that at least one
@@ -103,13 +123,15 @@ async function runRepeat(url: string, clientKey: string, adminKey: string, sprea
   const lastLongPoll = order.findLastIndex((o) => o.c.kind === "long-poll");
   if (lastLongPoll >= 0) order.push(...order.splice(lastLongPoll, 1));
   const start = performance.now();
-  const resume: Record<Kind, number[]> = { "long-poll": [], "5 s poll": [] };
+  const resume: Record<Kind, number[]> = { "long-poll": [], "long-poll, other replica": [], "5 s poll": [] };
   const approveMs: number[] = [];
   for (const [i, { c }] of order.entries()) {
     const at = start + ((i + Math.random()) * spreadMs) / order.length;
     await new Promise((r) => setTimeout(r, Math.max(0, at - performance.now())));
     const sent = performance.now();
-    await api(`${url}/v1/approvals/${c.approvalId}/decision`, adminKey, "POST", { decision: "approve" });
+    await api(`${replicas.a}/v1/approvals/${c.approvalId}/decision`, adminKey, "POST", {
+      decision: "approve",
+    });
     approveMs.push(performance.now() - sent);
     void c.resumedAt.then((t) => resume[c.kind].push(t - sent));
   }
@@ -117,7 +139,7 @@ async function runRepeat(url: string, clientKey: string, adminKey: string, sprea
   await Promise.all(callers.map((c) => c.resumedAt));
   await Promise.all(callers.map((c) => c.chain.exit()));
   const gaps = callers
-    .filter((c) => c.kind === "long-poll")
+    .filter((c) => c.kind !== "5 s poll")
     .flatMap((c) => c.polls.slice(1).map((t, i) => t - c.polls[i]!));
   const stats = (xs: number[]) => {
     const h = latencyHistogram();
@@ -126,6 +148,7 @@ async function runRepeat(url: string, clientKey: string, adminKey: string, sprea
   };
   return {
     longPoll: stats(resume["long-poll"]),
+    otherReplica: stats(resume["long-poll, other replica"]),
     plainPoll: stats(resume["5 s poll"]),
     approve: stats(approveMs),
     minGapMs: gaps.length ? Math.min(...gaps) : null,
@@ -134,10 +157,20 @@ async function runRepeat(url: string, clientKey: string, adminKey: string, sprea
 
 async function main() {
   progress(
-    `approval-resume: ${LONG_POLL_CALLERS} long-poll + ${PLAIN_POLL_CALLERS} 5 s-poll callers, approvals over ${SPREAD_MS / 1000} s, ${REPEATS} repeats`,
+    `approval-resume: ${LONG_POLL_CALLERS} long-poll + ${REPLICA_CALLERS} other-replica long-poll + ${PLAIN_POLL_CALLERS} 5 s-poll callers, approvals over ${SPREAD_MS / 1000} s, ${REPEATS} repeats`,
   );
   const cluster = await startDatabase(["tollgate"]);
-  const svc = await startServiceProcess(cluster.urlOf("tollgate"));
+  // Two replicas of one deployment: the same database, admin token and master key.
+  const env = {
+    TOLLGATE_ADMIN_TOKEN: `tga_${randomBytes(32).toString("base64url")}`,
+    TOLLGATE_MASTER_KEY: randomBytes(32).toString("hex"),
+  };
+  const svc = await startServiceProcess(cluster.urlOf("tollgate"), env);
+  const other = await startServiceProcess(cluster.urlOf("tollgate"), env).catch(async (err) => {
+    await svc.stop();
+    throw err;
+  });
+  const replicas: Replicas = { a: svc.url, b: other.url };
   const runs: Awaited<ReturnType<typeof runRepeat>>[] = [];
   try {
     const clientKey = await benchOrg(svc, "bench");
@@ -145,16 +178,17 @@ async function main() {
       name: "approver",
       role: "admin",
     });
-    await runWarmUp(svc.url, clientKey, admin.api_key);
+    await runWarmUp(replicas, clientKey, admin.api_key);
     for (let i = 0; i < REPEATS; i++) {
-      const r = await runRepeat(svc.url, clientKey, admin.api_key, SPREAD_MS);
+      const r = await runRepeat(replicas, clientKey, admin.api_key, SPREAD_MS);
       runs.push(r);
       progress(
-        `  run ${i + 1}: long-poll p50 ${r.longPoll.p50.toFixed(1)} ms, p99 ${r.longPoll.p99.toFixed(1)} ms (n=${r.longPoll.count}); 5 s poll p50 ${r.plainPoll.p50.toFixed(0)} ms, p99 ${r.plainPoll.p99.toFixed(0)} ms (n=${r.plainPoll.count}); min gap between polls ${r.minGapMs?.toFixed(0) ?? "—"} ms; approve request p50 ${r.approve.p50.toFixed(1)} ms, p99 ${r.approve.p99.toFixed(1)} ms`,
+        `  run ${i + 1}: long-poll p50 ${r.longPoll.p50.toFixed(1)} ms, p99 ${r.longPoll.p99.toFixed(1)} ms (n=${r.longPoll.count}); other replica p50 ${r.otherReplica.p50.toFixed(1)} ms, p99 ${r.otherReplica.p99.toFixed(1)} ms (n=${r.otherReplica.count}); 5 s poll p50 ${r.plainPoll.p50.toFixed(0)} ms, p99 ${r.plainPoll.p99.toFixed(0)} ms (n=${r.plainPoll.count}); min gap between polls ${r.minGapMs?.toFixed(0) ?? "—"} ms; approve request p50 ${r.approve.p50.toFixed(1)} ms, p99 ${r.approve.p99.toFixed(1)} ms`,
       );
     }
   } finally {
     await svc.stop();
+    await other.stop();
     await cluster.stop();
   }
 
@@ -187,6 +221,9 @@ async function main() {
   const measured = "SDK 5 s poll, same run";
   const lp50 = runs.map((r) => r.longPoll.p50);
   const lp99 = runs.map((r) => r.longPoll.p99);
+  const rp50 = runs.map((r) => r.otherReplica.p50);
+  const rp99 = runs.map((r) => r.otherReplica.p99);
+  const sameReplica = "long-poll on the approving replica, same run";
   const pp50 = runs.map((r) => r.plainPoll.p50);
   const pp99 = runs.map((r) => r.plainPoll.p99);
   const gaps = runs.flatMap((r) => (r.minGapMs === null ? [] : [r.minGapMs]));
@@ -209,6 +246,16 @@ async function main() {
       `≤ ${TARGET_P99_MS} ms`,
       (v) => v <= TARGET_P99_MS,
     ),
+    row("approve → resumed p50 (long-poll, other replica)", rp50, sameReplica, lp50, "—", null),
+    row(
+      "approve → resumed p99 (long-poll, other replica)",
+      rp99,
+      sameReplica,
+      lp99,
+      `≤ ${TARGET_P99_MS} ms`,
+      (v) => v <= TARGET_P99_MS,
+    ),
+    row("approve → resumed p99 (long-poll, other replica)", rp99, measured, pp99, "—", null),
     row("approve → resumed p50 (SDK 5 s poll)", pp50, "—", null, "—", null),
     row("approve → resumed p99 (SDK 5 s poll)", pp99, "—", null, "—", null),
     row(
@@ -220,7 +267,7 @@ async function main() {
       null,
     ),
     row(
-      "shortest gap between a caller's polls (long-poll)",
+      "shortest gap between a caller's polls (long-poll, either replica)",
       gaps.length ? [Math.min(...gaps)] : [Number.NaN],
       "—",
       null,
@@ -230,20 +277,25 @@ async function main() {
     ),
   ];
   report("approval-resume", rows, {
-    callers: { longPoll: LONG_POLL_CALLERS, plainPoll: PLAIN_POLL_CALLERS },
+    callers: { longPoll: LONG_POLL_CALLERS, otherReplica: REPLICA_CALLERS, plainPoll: PLAIN_POLL_CALLERS },
     spreadMs: SPREAD_MS,
     pollMs: POLL_MS,
   });
   if (!gaps.length) throw new Error("approval-resume: no caller polled twice; widen the window");
 }
 
-/** One long-poll caller approved after a second: JIT, pools, caches, the LISTEN path. */
-async function runWarmUp(url: string, clientKey: string, adminKey: string) {
-  const c = await blockedCaller(url, clientKey, "long-poll");
+/** A long-poll caller on each replica approved after a second: JIT, pools, caches, the LISTEN path. */
+async function runWarmUp(replicas: Replicas, clientKey: string, adminKey: string) {
+  const kinds: Kind[] = ["long-poll", "long-poll, other replica"];
+  const callers = await Promise.all(kinds.map((k) => blockedCaller(replicas, clientKey, k)));
   await new Promise((r) => setTimeout(r, 1000));
-  await api(`${url}/v1/approvals/${c.approvalId}/decision`, adminKey, "POST", { decision: "approve" });
-  await c.decision;
-  await c.chain.exit();
+  for (const c of callers) {
+    await api(`${replicas.a}/v1/approvals/${c.approvalId}/decision`, adminKey, "POST", {
+      decision: "approve",
+    });
+    await c.decision;
+    await c.chain.exit();
+  }
 }
 
 main().catch((err) => {

@@ -58,7 +58,8 @@ export interface ServiceProcess {
  * Starts the service (`node --import tsx src/service/main.ts`, or `entry` instead of
  * `--import tsx src/service/main.ts`, e.g. a built `dist/service.js`; plus `nodeArgs` such as
  * --cpu-prof) on a free port; resolves when /readyz answers. `databaseUrl` null: embedded
- * PGlite in a fresh data directory.
+ * PGlite in a fresh data directory. `adminToken` is `env.TOLLGATE_ADMIN_TOKEN` when given, else
+ * a fresh one.
  */
 export async function startServiceProcess(
   databaseUrl: string | null,
@@ -67,7 +68,8 @@ export async function startServiceProcess(
   entry: string[] = ["--import", "tsx", "src/service/main.ts"],
 ): Promise<ServiceProcess> {
   const port = await freePort();
-  const adminToken = `tga_${randomBytes(32).toString("base64url")}`;
+  // Replicas of one deployment pass the same TOLLGATE_ADMIN_TOKEN in `env`.
+  const adminToken = env.TOLLGATE_ADMIN_TOKEN ?? `tga_${randomBytes(32).toString("base64url")}`;
   const proc = spawn(process.execPath, [...nodeArgs, ...entry], {
     cwd: repoRoot,
     env: {

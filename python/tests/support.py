@@ -338,6 +338,27 @@ class Env:
     def stored(self, chain_id: str) -> ChainDetail:
         return self.admin.stored(self.org, chain_id)
 
+    def metric(self, series: str) -> float:
+        """The value of one sample (``name{labels}`` as the service writes it) on /metrics; 0 when absent."""
+        text = httpx.get(f"{self.url}/metrics", timeout=10).text
+        for line in text.splitlines():
+            if line.startswith(f"{series} "):
+                return float(line.split(" ")[1])
+        return 0.0
+
+    def holds_ended(self) -> dict[str, float]:
+        """Held approval-status requests so far by how they ended (first_read, woken, elapsed, shutdown)."""
+        ends = ("first_read", "woken", "elapsed", "shutdown")
+        return {e: self.metric(f'tollgate_approval_status_holds_total{{ended="{e}"}}') for e in ends}
+
+    def wait_until_held(self, timeout: float = 10) -> None:
+        """Returns once the service holds a request whose read showed the approval pending."""
+        deadline = time.monotonic() + timeout
+        while self.metric("tollgate_approval_status_waiting") < 1:
+            if time.monotonic() > deadline:
+                raise AssertionError("no approval-status request was held")
+            time.sleep(0.02)
+
 
 # --- a fault-injecting HTTP/1.1 proxy ---------------------------------------------------------
 

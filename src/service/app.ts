@@ -82,6 +82,7 @@ export interface Service {
 export async function buildService(opts: ServiceOptions): Promise<Service> {
   const clock = opts.clock ?? systemClock;
   const log = opts.log ?? createLogger({ level: "silent" });
+  const approvalWaiters = new ApprovalWaiters();
   const ctx: ServiceParts = {
     db: opts.db,
     clock,
@@ -91,8 +92,8 @@ export async function buildService(opts: ServiceOptions): Promise<Service> {
     recordWriter: new RecordBatcher(opts.db),
     apiKeys: new ApiKeyCache(),
     signingKeys: new SigningKeys(opts.db, opts.masterKey, clock),
-    approvalWaiters: new ApprovalWaiters(),
-    metrics: createMetrics(opts.db, { defaultMetrics: opts.defaultMetrics, clock }),
+    approvalWaiters,
+    metrics: createMetrics(opts.db, { defaultMetrics: opts.defaultMetrics, clock, approvalWaiters }),
     receiptHmacKey: deriveKey(opts.masterKey, "receipt-hmac"),
     linkKey: deriveKey(opts.masterKey, "approval-links"),
     masterKey: opts.masterKey,
@@ -198,7 +199,7 @@ export async function buildService(opts: ServiceOptions): Promise<Service> {
 
   await app.register(openApiPlugin, { version: VERSION });
   // Each plugin gets the parts it declares, nothing more (the master key and admin token stay here).
-  const { db, metrics, signingKeys, configs, apiKeys, approvalWaiters } = ctx;
+  const { db, metrics, signingKeys, configs, apiKeys } = ctx;
   await app.register(healthRoutes, { db, metrics, isShuttingDown: () => shuttingDown });
   await app.register(chainRoutes, {
     db,

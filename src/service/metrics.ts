@@ -11,8 +11,13 @@ import type { Database } from "./db/pool.js";
  * The service's metrics. Label values are bounded enums, never identifiers or secrets.
  * `clock` (default: the wall clock) is "now" for the age gauges, read at scrape time from the
  * database; the alert rules (charts/tollgate/files/alerts.yaml) are built on them.
+ * `approvalWaiters` (the service's held approval-status requests) is read at scrape time for
+ * `tollgate_approval_status_waiting`; without it that gauge is not registered.
  */
-export function createMetrics(db: Database, opts: { defaultMetrics?: boolean; clock?: Clock } = {}) {
+export function createMetrics(
+  db: Database,
+  opts: { defaultMetrics?: boolean; clock?: Clock; approvalWaiters?: { readonly waiting: number } } = {},
+) {
   const clock = opts.clock ?? systemClock;
   const registry = new Registry();
   if (opts.defaultMetrics ?? true) collectConformingDefaultMetrics(registry);
@@ -51,6 +56,13 @@ export function createMetrics(db: Database, opts: { defaultMetrics?: boolean; cl
       buckets: [1, 5, 30, 60, 300, 900, 3600, 14400, 86400],
       registers: [registry],
     }),
+    /** How held approval-status requests (`?wait=`) ended: waiters.ts HoldEnd. */
+    approvalHolds: new Counter({
+      name: "tollgate_approval_status_holds_total",
+      help: "Held approval-status requests (wait) by how they ended: first_read, woken, elapsed or shutdown.",
+      labelNames: ["ended"] as const,
+      registers: [registry],
+    }),
     receiptsIssued: new Counter({
       name: "tollgate_receipts_issued_total",
       help: "Receipts issued on chain completion, by chain status.",
@@ -81,6 +93,17 @@ export function createMetrics(db: Database, opts: { defaultMetrics?: boolean; cl
       registers: [registry],
     }),
   };
+  const waiters = opts.approvalWaiters;
+  if (waiters) {
+    new Gauge({
+      name: "tollgate_approval_status_waiting",
+      help: "Approval-status requests (wait) held right now, waiting for a resolution.",
+      registers: [registry],
+      collect() {
+        this.set(waiters.waiting);
+      },
+    });
+  }
   new Gauge({
     name: "tollgate_approvals_pending",
     help: "Approvals waiting for a human decision.",

@@ -11,7 +11,7 @@ import { describe, expect, it } from "vitest";
 const root = path.resolve(import.meta.dirname, "../..");
 
 describe("bench/approval-resume --quick", () => {
-  it("measures long-poll resume beside the 5 s poll baselines", () => {
+  it("measures long-poll resume (same and other replica) beside the 5 s poll baselines", () => {
     const r = spawnSync(process.execPath, ["--import", "tsx", "bench/approval-resume/run.ts", "--quick"], {
       cwd: root,
       encoding: "utf8",
@@ -21,7 +21,7 @@ describe("bench/approval-resume --quick", () => {
     expect(r.stdout).toContain("| approval-resume | approve → resumed p99 (long-poll) |");
     const result = JSON.parse(readFileSync(path.join(root, "bench/results/approval-resume.json"), "utf8"));
     expect(result.name).toBe("approval-resume");
-    expect(result.callers).toEqual({ longPoll: 3, plainPoll: 2 });
+    expect(result.callers).toEqual({ longPoll: 3, otherReplica: 2, plainPoll: 2 });
     const rows = result.rows as Array<Record<string, unknown>>;
     const byFigure = (figure: string, baseline?: string) =>
       rows.find((x) => x.figure === figure && (baseline === undefined || x.baseline === baseline));
@@ -35,6 +35,12 @@ describe("bench/approval-resume --quick", () => {
     expect(typeof vsSpec.met).toBe("boolean");
     const vsMeasured = byFigure("approve → resumed p99 (long-poll)", "SDK 5 s poll, same run")!;
     expect(vsMeasured.baselineValue).toBe(byFigure("approve → resumed p99 (SDK 5 s poll)")!.value);
-    expect(byFigure("shortest gap between a caller's polls (long-poll)")).toBeDefined();
+    // The cross-replica resume (NOTIFY only) against the same run's same-replica long-poll.
+    const otherReplica = byFigure(
+      "approve → resumed p99 (long-poll, other replica)",
+      "long-poll on the approving replica, same run",
+    )!;
+    expect(otherReplica.baselineValue).toBe(vsSpec.value);
+    expect(byFigure("shortest gap between a caller's polls (long-poll, either replica)")).toBeDefined();
   });
 });

@@ -27,7 +27,7 @@ import { memoryUpstream, type Stack, startStack } from "./harness.js";
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const here = path.dirname(fileURLToPath(import.meta.url));
-/** Approvals are granted this long after the call started. */
+/** Approvals are granted this long after the call's approval became pending (the client waits). */
 const APPROVE_AFTER_MS = 8000;
 
 describe("approval waits through the MCP face", () => {
@@ -77,13 +77,18 @@ describe("approval waits through the MCP face", () => {
     if (dir) rmSync(dir, { recursive: true, force: true });
   });
 
-  /** Waits for an approval not seen before, grants it APPROVE_AFTER_MS after `started`. */
-  async function approveAt(started: number): Promise<string> {
+  /**
+   * Waits for an approval not seen before, grants it APPROVE_AFTER_MS after seeing it pending
+   * (not after the test started: a Python client takes seconds to start on a loaded machine);
+   * pushes "approve sent" to `order` (the caller's log of what happened) just before sending it.
+   */
+  async function approveAfterWaiting(order: string[] = []): Promise<string> {
     for (;;) {
       const fresh = (await s.pendingApprovals()).find((a) => !seen.has(a.approval_id));
       if (fresh) {
         seen.add(fresh.approval_id);
-        await sleep(Math.max(0, started + APPROVE_AFTER_MS - Date.now()));
+        await sleep(APPROVE_AFTER_MS);
+        order.push("approve sent");
         await s.decide(fresh.approval_id, "approve");
         return fresh.approval_id;
       }
@@ -126,8 +131,8 @@ describe("approval waits through the MCP face", () => {
       return { action: "decline" }; // declining changes nothing: the approver decides
     });
     const progress: Progress[] = [];
-    const started = Date.now();
-    const approval = approveAt(started);
+    const order: string[] = [];
+    const approval = approveAfterWaiting(order);
     const result = await client.callTool(
       { name: "create_entities", arguments: entity("Ada") },
       CallToolResultSchema,
@@ -137,11 +142,14 @@ describe("approval waits through the MCP face", () => {
         onprogress: (p) => progress.push(p),
       },
     );
+    order.push("result");
     const approvalId = await approval;
-    expect(Date.now() - started).toBeGreaterThanOrEqual(APPROVE_AFTER_MS);
+    // The call outlived its 3 s timeout on progress alone and ended only after the approval.
+    expect(order).toEqual(["approve sent", "result"]);
     expect(result.isError).toBeFalsy();
     expect(JSON.stringify(result.content)).toContain("Ada");
-    expect(progress.length).toBeGreaterThanOrEqual(6); // every second for 8 s
+    // Repeated while it waited: a 3 s timeout outlived an 8 s wait only by being reset.
+    expect(progress.length).toBeGreaterThanOrEqual(2);
     expect(progress[0]!.message).toContain(approvalId);
     expect(progress[0]!.message).toContain(reviewUrl(approvalId));
     expect(progress.map((p) => p.progress)).toEqual(
@@ -157,8 +165,8 @@ describe("approval waits through the MCP face", () => {
 
   it("TypeScript client, task-augmented call: the task returns at once, survives a reconnect, and ends with the result", async () => {
     const { client, transport } = await connect("ts-task");
-    const started = Date.now();
-    const approval = approveAt(started);
+    const order: string[] = [];
+    const approval = approveAfterWaiting(order);
     const messages: { type: string; status?: string; statusMessage?: string; ttl?: number | null }[] = [];
     let result: unknown = null;
     let taskId = "";
@@ -171,7 +179,7 @@ describe("approval waits through the MCP face", () => {
       if (m.type === "taskCreated") {
         taskId = m.task.taskId;
         messages.push({ type: m.type, status: m.task.status, ttl: m.task.ttl });
-        expect(Date.now() - started).toBeLessThan(3000); // at once, not after the approval
+        order.push("task created"); // at once, not after the approval
         // A second connection of the same session finds the task (results survive reconnects).
         const again = new StreamableHTTPClientTransport(mcpUrl, { sessionId: transport.sessionId });
         reconnected = new Client({ name: "ts-task", version: "1.0.0" });
@@ -179,10 +187,14 @@ describe("approval waits through the MCP face", () => {
       }
       if (m.type === "taskStatus")
         messages.push({ type: m.type, status: m.task.status, statusMessage: m.task.statusMessage });
-      if (m.type === "result") result = m.result;
+      if (m.type === "result") {
+        order.push("result");
+        result = m.result;
+      }
       if (m.type === "error") throw m.error;
     }
     const approvalId = await approval;
+    expect(order).toEqual(["task created", "approve sent", "result"]);
     expect(messages[0]).toMatchObject({ type: "taskCreated", status: "working" });
     expect(messages[0]!.ttl).toBeGreaterThanOrEqual(24 * 3600_000); // covers the approval timeout
     expect(messages).toContainEqual(
@@ -209,8 +221,7 @@ describe("approval waits through the MCP face", () => {
 
   it("TypeScript client retrying after request timeouts re-attaches; another call meanwhile names the approval", async () => {
     const { client, transport } = await connect("ts-retry");
-    const started = Date.now();
-    const approval = approveAt(started);
+    const approval = approveAfterWaiting();
     const attempts: string[] = [];
     let other: Awaited<ReturnType<Client["callTool"]>> | null = null;
     let result: Awaited<ReturnType<Client["callTool"]>> | null = null;
@@ -290,8 +301,8 @@ describe("approval waits through the MCP face", () => {
     "Python mcp client (%s) completes an approval granted after 8 s",
     async (mode) => {
       const name = `Py-${mode}`;
-      const started = Date.now();
-      const approval = approveAt(started);
+      const order: string[] = [];
+      const approval = approveAfterWaiting(order);
       const out = await runPython(python, [
         path.join(here, "python/mcp_wait_client.py"),
         mcpUrl.href,
@@ -299,19 +310,23 @@ describe("approval waits through the MCP face", () => {
         "create_entities",
         JSON.stringify(entity(name)),
       ]);
+      order.push("result");
       const approvalId = await approval;
-      expect(Date.now() - started).toBeGreaterThanOrEqual(APPROVE_AFTER_MS);
+      // The client's result came after the approval was sent, not before.
+      expect(order).toEqual(["approve sent", "result"]);
       expect(out.protocol_version).toBe("2025-11-25");
       expect(JSON.stringify(out.result)).toContain(name);
       expect((out.result as { isError?: boolean }).isError).toBeFalsy();
       if (mode === "progress") {
-        const progress = out.progress as { message: string }[];
-        expect(progress.length).toBeGreaterThanOrEqual(6);
+        const progress = out.progress as { progress: number; message: string }[];
+        // Repeated while it waited (how often is the sidecar's interval, not asserted), increasing.
+        expect(progress.length).toBeGreaterThanOrEqual(2);
+        expect(progress.every((p, i) => i === 0 || p.progress > progress[i - 1]!.progress)).toBe(true);
         expect(progress[0]!.message).toContain(reviewUrl(approvalId));
       }
       if (mode === "task") {
         expect(out.created).toMatchObject({ status: "working" });
-        expect((out.created as { after_s: number }).after_s).toBeLessThan(5);
+        // Polled while still waiting for the approver: the task came back before the decision.
         expect(out.statuses).toContainEqual({
           status: "working",
           message: expect.stringContaining(reviewUrl(approvalId)),
@@ -320,7 +335,9 @@ describe("approval waits through the MCP face", () => {
       }
       if (mode === "retry") {
         const attempts = out.attempts as string[];
-        expect(attempts.length).toBeGreaterThanOrEqual(3);
+        // At least one read timeout, then a retry that re-attached and got the result.
+        expect(attempts.length).toBeGreaterThanOrEqual(2);
+        expect(attempts.slice(0, -1).every((a) => a.startsWith("error"))).toBe(true);
         expect(attempts.at(-1)).toBe("result");
       }
     },

@@ -63,18 +63,7 @@ export async function decideApproval(
     // Reviewers paste things: the payload's secret rules apply to notes too.
     const notes = redactText(opts.body.notes?.trim() ?? "") || null;
     if (opts.body.decision === "deny") {
-      await writeResolution(q, a, {
-        status: "denied",
-        decision: {
-          ...a.requested_decision,
-          policy_decision: "deny",
-          decision_source: "human_approval",
-          decision_reason: notes ?? "Denied by reviewer",
-        },
-        decidedBy: opts.decidedBy,
-        notes,
-        nowMs,
-      });
+      await writeResolution(q, a, { outcome: { kind: "denied", decidedBy: opts.decidedBy, notes }, nowMs });
       if (key) await signApprovalResolution(q, a.id, key);
       return null;
     }
@@ -96,15 +85,7 @@ export async function decideApproval(
         })
       : null;
     await writeResolution(q, a, {
-      status: "approved",
-      decision: {
-        ...a.requested_decision,
-        policy_decision: "allow",
-        decision_source: "human_approval",
-        decision_reason: notes ? `Approved by ${opts.decidedBy}: ${notes}` : `Approved by ${opts.decidedBy}`,
-      },
-      decidedBy: opts.decidedBy,
-      notes,
+      outcome: { kind: "approved", decidedBy: opts.decidedBy, notes },
       nowMs,
       exceptionId,
     });
@@ -139,14 +120,7 @@ export async function withdrawApproval(
     const a = await lockApproval(q, opts.approvalId, opts.orgId);
     if (a.status !== "pending") return { refused: a.status, chainId: null };
     await writeResolution(q, a, {
-      status: "cancelled",
-      decision: {
-        ...a.requested_decision,
-        policy_decision: "deny",
-        decision_reason: reason ? `Withdrawn by the caller: ${reason}` : "Withdrawn by the caller",
-      },
-      decidedBy: opts.withdrawnBy,
-      notes: reason,
+      outcome: { kind: "withdrawn", withdrawnBy: opts.withdrawnBy, reason },
       nowMs,
     });
     if (key) await signApprovalResolution(q, a.id, key);
@@ -172,17 +146,7 @@ export async function cancelPendingApprovals(
 ): Promise<void> {
   const pending = await lockPendingOfChain(q, opts.chainId);
   for (const a of pending) {
-    await writeResolution(q, a, {
-      status: "cancelled",
-      decision: {
-        ...a.requested_decision,
-        policy_decision: "deny",
-        decision_reason: "Chain completed before a decision",
-      },
-      decidedBy: null,
-      notes: null,
-      nowMs: opts.nowMs,
-    });
+    await writeResolution(q, a, { outcome: { kind: "chain_completed" }, nowMs: opts.nowMs });
     if (opts.key) await signApprovalResolution(q, a.id, opts.key);
   }
   if (pending.length) opts.approvalWaiters.wake(opts.chainId);

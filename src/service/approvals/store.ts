@@ -9,6 +9,7 @@ import type { MetricsDelta } from "../chains/counters.js";
 import type { Queryable } from "../db/pool.js";
 import { notFound } from "../errors.js";
 import type { ExceptionScope } from "../exceptions/store.js";
+import { type ApprovalOutcome, finalDecision } from "./final-decision.js";
 import { notifyApprovalChanged } from "./waiters.js";
 
 /** An `approvals` row. */
@@ -99,28 +100,24 @@ export async function lockPendingOfChain(q: Queryable, chainId: string): Promise
   return rows;
 }
 
-/** How an approval was resolved. */
-export interface Resolution {
-  status: Exclude<ApprovalStatus, "pending">;
-  decision: PolicyDecision;
-  decidedBy: string | null;
-  notes: string | null;
-  nowMs: number;
-  exceptionId?: string | null;
-}
-
 /**
- * Writes the resolution of an approval to the approval, its event and its chain (open again),
- * and sends the cross-replica wake-up of its held approval-status requests (delivered at
+ * Writes the resolution of an approval — its status and final decision as finalDecision
+ * (final-decision.ts) builds them from `outcome` — to the approval, its event and its chain (open
+ * again), and sends the cross-replica wake-up of its held approval-status requests (delivered at
  * COMMIT). Callers wake this process's held requests after their transaction commits.
  */
-export async function writeResolution(q: Queryable, a: ApprovalRow, r: Resolution): Promise<void> {
+export async function writeResolution(
+  q: Queryable,
+  a: ApprovalRow,
+  r: { outcome: ApprovalOutcome; nowMs: number; exceptionId?: string | null },
+): Promise<void> {
+  const f = finalDecision(a.requested_decision, r.outcome);
   await q.query(
     `UPDATE approvals SET status = $2, final_decision = $3, decided_by = $4, notes = $5, decided_at = $6, exception_id = $7
      WHERE id = $1`,
-    [a.id, r.status, r.decision, r.decidedBy, r.notes, new Date(r.nowMs), r.exceptionId ?? null],
+    [a.id, f.status, f.decision, f.decidedBy, f.notes, new Date(r.nowMs), r.exceptionId ?? null],
   );
-  await q.query("UPDATE chain_events SET decision = $2 WHERE id = $1", [a.event_id, r.decision]);
+  await q.query("UPDATE chain_events SET decision = $2 WHERE id = $1", [a.event_id, f.decision]);
   await q.query("UPDATE chains SET status = 'open' WHERE id = $1 AND status = 'pending_approval'", [
     a.chain_id,
   ]);

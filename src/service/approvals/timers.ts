@@ -49,18 +49,7 @@ export async function timeOut(
   key?: SigningKey | null,
 ): Promise<void> {
   const condition = timeoutCondition(await approvalTimeoutHours(q, a.org_id));
-  await writeResolution(q, a, {
-    status: "timed_out",
-    decision: {
-      ...a.requested_decision,
-      policy_decision: "deny",
-      decision_source: "backend_evaluation",
-      decision_reason: condition,
-    },
-    decidedBy: null,
-    notes: null,
-    nowMs,
-  });
+  await writeResolution(q, a, { outcome: { kind: "timed_out", condition }, nowMs });
   if (key) await signApprovalResolution(q, a.id, key);
 }
 

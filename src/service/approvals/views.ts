@@ -13,6 +13,7 @@ import type { Clock } from "../clock.js";
 import type { Database } from "../db/pool.js";
 import { notFound } from "../errors.js";
 import type { SigningKeys } from "../receipts/signing-keys.js";
+import { DENIED_WITHOUT_NOTES } from "./final-decision.js";
 import { type ApprovalReadRow, listApprovalRows, readApproval, readChainApproval } from "./store.js";
 import { timeoutApprovalJob, timeoutCondition } from "./timers.js";
 import { type ApprovalWaiters, MAX_APPROVAL_WAIT_SECONDS } from "./waiters.js";
@@ -23,7 +24,7 @@ export function approvalView(a: ApprovalReadRow) {
     a.status === "timed_out"
       ? timeoutCondition(a.approval_timeout_hours)
       : a.status === "denied"
-        ? (a.notes ?? "Denied by reviewer")
+        ? (a.notes ?? DENIED_WITHOUT_NOTES)
         : a.notes;
   return {
     approval_id: a.id,

@@ -43,6 +43,14 @@ export interface HeldStatus {
 }
 
 /**
+ * How a hold ended: `first_read` (the approval was no longer pending at the first read, so the
+ * request was not held), `woken` (a wake-up was followed by a read showing the resolution),
+ * `elapsed` (the wait ran out; a resolution read then was missed by every wake-up path),
+ * `shutdown` (the service began closing while it was pending).
+ */
+export type HoldEnd = "first_read" | "woken" | "elapsed" | "shutdown";
+
+/**
  * The held approval-status requests of one service instance. `close()` (graceful shutdown)
  * answers every hold at once with the current status and makes later holds answer without
  * waiting, so draining the HTTP server never waits for a poll interval.
@@ -56,10 +64,17 @@ export class ApprovalWaiters {
     return this.#closed;
   }
 
-  /** Number of requests held right now. */
+  /** Number of requests held right now (reading or waiting). */
   get size(): number {
     let n = 0;
     for (const set of this.#byChain.values()) n += set.size;
+    return n;
+  }
+
+  /** Number of held requests waiting right now: their last read showed the approval pending. */
+  get waiting(): number {
+    let n = 0;
+    for (const set of this.#byChain.values()) for (const w of set) if (w.release) n++;
     return n;
   }
 
@@ -67,20 +82,28 @@ export class ApprovalWaiters {
    * Reads the status with `read` and, while the approval is pending, holds for at most
    * `waitMs` milliseconds, reading again on each wake-up of `chainId`; returns the first read
    * that shows no pending approval, else the read made when the wait elapsed (or the service
-   * began closing). `read` runs on the pool per call: no connection is held while waiting.
+   * began closing), with how the hold ended. `read` runs on the pool per call: no connection is
+   * held while waiting.
    * @throws whatever `read` throws.
    */
-  async hold<T extends HeldStatus>(chainId: string, waitMs: number, read: () => Promise<T>): Promise<T> {
+  async hold<T extends HeldStatus>(
+    chainId: string,
+    waitMs: number,
+    read: () => Promise<T>,
+  ): Promise<{ status: T; ended: HoldEnd }> {
     const deadline = performance.now() + waitMs;
     const waiter: Waiter = { woken: false, release: null };
     // Subscribe before the first read so that a decision committed during it is not missed.
     this.#add(chainId, waiter);
     try {
+      let before: HoldEnd = "first_read";
       for (;;) {
         const status = await read();
+        if (status.approval?.status !== "pending") return { status, ended: before };
+        if (this.#closed) return { status, ended: "shutdown" };
         const left = deadline - performance.now();
-        if (status.approval?.status !== "pending" || left <= 0 || this.#closed) return status;
-        await this.#sleep(waiter, left);
+        if (left <= 0) return { status, ended: "elapsed" };
+        before = await this.#sleep(waiter, left);
       }
     } finally {
       this.#remove(chainId, waiter);
@@ -103,19 +126,20 @@ export class ApprovalWaiters {
     this.wakeAll();
   }
 
-  #sleep(waiter: Waiter, ms: number): Promise<void> {
+  /** Sleeps at most `ms`; resolves with what ended the sleep. */
+  #sleep(waiter: Waiter, ms: number): Promise<"woken" | "elapsed"> {
     if (waiter.woken) {
       waiter.woken = false;
-      return Promise.resolve();
+      return Promise.resolve("woken");
     }
-    return new Promise<void>((resolve) => {
+    return new Promise((resolve) => {
       const timer = setTimeout(() => {
         waiter.release = null;
-        resolve();
+        resolve("elapsed");
       }, ms);
       waiter.release = () => {
         clearTimeout(timer);
-        resolve();
+        resolve("woken");
       };
     });
   }

@@ -203,7 +203,8 @@ export const chainRoutes: FastifyPluginAsyncZod<ChainRouteDeps> = async (app, de
       // `wait` (beyond the spec): hold while pending, woken when the approval is resolved.
       const { wait } = req.query;
       if (!wait) return read();
-      const status = await deps.approvalWaiters.hold(req.params.chain_id, wait * 1000, read);
+      const { status, ended } = await deps.approvalWaiters.hold(req.params.chain_id, wait * 1000, read);
+      deps.metrics.approvalHolds.inc({ ended });
       // Ended by shutdown: the client's next poll must not reuse this keep-alive connection,
       // which would keep the closing server open.
       if (deps.approvalWaiters.closed) reply.header("connection", "close");
