@@ -40,6 +40,7 @@ import {
   verificationUnavailable,
 } from "./receipts/public-routes.js";
 import { verificationRoutes } from "./receipts/routes.js";
+import { ReceiptHmacKeys } from "./receipts/hmac-keys.js";
 import { SigningKeys } from "./receipts/signing-keys.js";
 import { replayRoutes } from "./replay/routes.js";
 import { deriveKey } from "./secrets.js";
@@ -93,7 +94,7 @@ export async function buildService(opts: ServiceOptions): Promise<Service> {
     signingKeys: new SigningKeys(opts.db, opts.masterKey, clock),
     approvalWaiters: new ApprovalWaiters(),
     metrics: createMetrics(opts.db, { defaultMetrics: opts.defaultMetrics, clock }),
-    receiptHmacKey: deriveKey(opts.masterKey, "receipt-hmac"),
+    receiptHmacKeys: new ReceiptHmacKeys(opts.masterKey),
     linkKey: deriveKey(opts.masterKey, "approval-links"),
     masterKey: opts.masterKey,
     adminToken: opts.adminToken,
@@ -210,7 +211,7 @@ export async function buildService(opts: ServiceOptions): Promise<Service> {
     apiKeys,
     signingKeys,
     approvalWaiters,
-    receiptHmacKey: ctx.receiptHmacKey,
+    receiptHmacKeys: ctx.receiptHmacKeys,
   });
   await app.register(approvalRoutes, { db, clock, metrics, signingKeys, approvalWaiters });
   await app.register(adminRoutes, { db, clock, configs, apiKeys });
@@ -221,7 +222,7 @@ export async function buildService(opts: ServiceOptions): Promise<Service> {
     clock,
     metrics,
     signingKeys,
-    receiptHmacKey: ctx.receiptHmacKey,
+    receiptHmacKeys: ctx.receiptHmacKeys,
     publicUrl: ctx.publicUrl,
   });
   await app.register(dashboardPlugin, {
@@ -234,7 +235,7 @@ export async function buildService(opts: ServiceOptions): Promise<Service> {
       signingKeys,
       apiKeys,
       approvalWaiters,
-      receiptHmacKey: ctx.receiptHmacKey,
+      receiptHmacKeys: ctx.receiptHmacKeys,
       linkKey: ctx.linkKey,
       masterKey: ctx.masterKey,
       adminToken: ctx.adminToken,
