@@ -78,14 +78,22 @@ export function verifyReceiptEvidence(
   const object = (isObject(receipt) ? receipt : {}) as Partial<Record<string, unknown>>;
   const chainId = typeof object.chain_id === "string" ? object.chain_id : "";
   const approvals = Array.isArray(object.approvals) ? (object.approvals as ReceiptApproval[]) : [];
-  const checked = verifyApprovalRecords({ chain_id: chainId, approvals }, records.approvals, approvalKeys, label);
+  const checked = verifyApprovalRecords(
+    { chain_id: chainId, approvals },
+    records.approvals,
+    approvalKeys,
+    label,
+  );
   for (const record of records.approvals) {
     const r = (isObject(record) ? record : {}) as Partial<Record<string, unknown>>;
     const revokedAt = typeof r.kid === "string" ? approvalRevocations.get(r.kid) : undefined;
-    if (revokedAt === undefined || revocationOf(revokedAt, r.decided_at ?? r.requested_at) !== "revoked") continue;
+    if (revokedAt === undefined || revocationOf(revokedAt, r.decided_at ?? r.requested_at) !== "revoked")
+      continue;
     const id = typeof r.approval_id === "string" ? r.approval_id : null;
     checked.mismatches.push({ kind: ApprovalMismatchKind.revoked_key, approval_id: id });
-    checked.problems.push(revokedProblem(`approval ${id ?? "(no id)"} of ${label}`, r.kid as string, revokedAt));
+    checked.problems.push(
+      revokedProblem(`approval ${id ?? "(no id)"} of ${label}`, r.kid as string, revokedAt),
+    );
     checked.status = "invalid";
   }
   return {

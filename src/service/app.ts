@@ -34,13 +34,14 @@ import { openApiPlugin, responseSerializerCompiler } from "./openapi.js";
 import { adminRoutes } from "./orgs/admin-routes.js";
 import { OrgConfigCache } from "./orgs/orgs.js";
 import type { ServiceParts } from "./parts.js";
+import { ReceiptHmacKeys } from "./receipts/hmac-keys.js";
+import { keyRoutes } from "./receipts/key-routes.js";
 import {
   isPublicVerificationPath,
   PUBLIC_VERIFICATION_HEADERS,
   verificationUnavailable,
 } from "./receipts/public-routes.js";
 import { verificationRoutes } from "./receipts/routes.js";
-import { ReceiptHmacKeys } from "./receipts/hmac-keys.js";
 import { SigningKeys } from "./receipts/signing-keys.js";
 import { replayRoutes } from "./replay/routes.js";
 import { deriveKey } from "./secrets.js";
@@ -215,6 +216,7 @@ export async function buildService(opts: ServiceOptions): Promise<Service> {
   });
   await app.register(approvalRoutes, { db, clock, metrics, signingKeys, approvalWaiters });
   await app.register(adminRoutes, { db, clock, configs, apiKeys });
+  await app.register(keyRoutes, { db, clock, signingKeys, receiptHmacKeys: ctx.receiptHmacKeys });
   await app.register(outcomeRoutes, { db });
   await app.register(replayRoutes, { db });
   await app.register(verificationRoutes, {

@@ -7,10 +7,16 @@
  * the derived key).
  */
 import { randomBytes } from "node:crypto";
-import type { Database, Queryable } from "../db/pool.js";
+import type { Queryable } from "../db/pool.js";
 import { notFound } from "../errors.js";
 import { deriveKey, seal, unseal } from "../secrets.js";
-import { KEY_ROTATION_LOCK, type KeyLifeRow, type KeyValidity, type KeyView, keyView } from "./signing-keys.js";
+import {
+  KEY_ROTATION_LOCK,
+  type KeyLifeRow,
+  type KeyValidity,
+  type KeyView,
+  keyView,
+} from "./signing-keys.js";
 
 /** Kid of the receipt HMAC key derived from the master key (every organization's first key). */
 export const MASTER_HMAC_KID = "master";
@@ -66,62 +72,58 @@ export class ReceiptHmacKeys {
   }
 
   /**
-   * Retires the organization's active HMAC key and creates a new random one.
+   * Retires the organization's active HMAC key and creates a new random one, in the caller's
+   * transaction `q`.
    * @returns the new key's view and the retired kid.
    */
   async rotate(
-    db: Database,
+    q: Queryable,
     orgId: string,
     nowMs: number,
   ): Promise<{ key: KeyView; retired_kid: string | null }> {
-    return db.tx(async (q) => {
-      await q.query("SELECT pg_advisory_xact_lock($1)", [KEY_ROTATION_LOCK]);
-      const now = new Date(nowMs);
-      await this.recordMaster(q, orgId);
-      const { rows } = await q.query<{ kid: string }>(
-        "UPDATE receipt_hmac_keys SET retired_at = $2 WHERE org_id = $1 AND retired_at IS NULL RETURNING kid",
-        [orgId, now],
-      );
-      const kid = randomBytes(8).toString("hex");
-      await q.query(
-        "INSERT INTO receipt_hmac_keys (org_id, kid, key_sealed, created_at) VALUES ($1, $2, $3, $4)",
-        [orgId, kid, seal(this.sealingKey, randomBytes(32).toString("base64")), now],
-      );
-      return { key: await this.view(q, orgId, kid), retired_kid: rows[0]?.kid ?? null };
-    });
+    await q.query("SELECT pg_advisory_xact_lock($1)", [KEY_ROTATION_LOCK]);
+    const now = new Date(nowMs);
+    await this.recordMaster(q, orgId);
+    const { rows } = await q.query<{ kid: string }>(
+      "UPDATE receipt_hmac_keys SET retired_at = $2 WHERE org_id = $1 AND retired_at IS NULL RETURNING kid",
+      [orgId, now],
+    );
+    const kid = randomBytes(8).toString("hex");
+    await q.query(
+      "INSERT INTO receipt_hmac_keys (org_id, kid, key_sealed, created_at) VALUES ($1, $2, $3, $4)",
+      [orgId, kid, seal(this.sealingKey, randomBytes(32).toString("base64")), now],
+    );
+    return { key: await this.view(q, orgId, kid), retired_kid: rows[0]?.kid ?? null };
   }
 
   /**
    * Marks the organization's key `kid` revoked from `revokedAtMs` (an earlier time than one
-   * recorded wins); an active key is rotated first.
+   * recorded wins); an active key is rotated first. In the caller's transaction `q`.
    * @throws ApiError 404 when the organization has no HMAC key with that kid.
    */
   async revoke(
-    db: Database,
+    q: Queryable,
     orgId: string,
     kid: string,
     revokedAtMs: number,
     reason: string | null,
     nowMs: number,
   ): Promise<{ key: KeyView; replaced_by: string | null }> {
-    const isActive = await db.tx(async (q) => {
-      if (kid === MASTER_HMAC_KID) await this.recordMaster(q, orgId);
-      const { rows } = await q.query<HmacRow>(
-        "SELECT * FROM receipt_hmac_keys WHERE org_id = $1 AND kid = $2",
-        [orgId, kid],
-      );
-      if (!rows[0]) throw notFound("Receipt HMAC key");
-      return rows[0].retired_at === null && rows[0].revoked_at === null;
-    });
-    const replacedBy = isActive ? (await this.rotate(db, orgId, nowMs)).key.kid : null;
-    return db.tx(async (q) => {
-      await q.query(
-        `UPDATE receipt_hmac_keys SET revoked_at = LEAST(COALESCE(revoked_at, $3), $3),
-           revocation_reason = COALESCE($4, revocation_reason) WHERE org_id = $1 AND kid = $2`,
-        [orgId, kid, new Date(revokedAtMs), reason],
-      );
-      return { key: await this.view(q, orgId, kid), replaced_by: replacedBy };
-    });
+    await q.query("SELECT pg_advisory_xact_lock($1)", [KEY_ROTATION_LOCK]);
+    if (kid === MASTER_HMAC_KID) await this.recordMaster(q, orgId);
+    const { rows } = await q.query<HmacRow>(
+      "SELECT * FROM receipt_hmac_keys WHERE org_id = $1 AND kid = $2",
+      [orgId, kid],
+    );
+    if (!rows[0]) throw notFound("Receipt HMAC key");
+    const isActive = rows[0].retired_at === null && rows[0].revoked_at === null;
+    const replacedBy = isActive ? (await this.rotate(q, orgId, nowMs)).key.kid : null;
+    await q.query(
+      `UPDATE receipt_hmac_keys SET revoked_at = LEAST(COALESCE(revoked_at, $3), $3),
+         revocation_reason = COALESCE($4, revocation_reason) WHERE org_id = $1 AND kid = $2`,
+      [orgId, kid, new Date(revokedAtMs), reason],
+    );
+    return { key: await this.view(q, orgId, kid), replaced_by: replacedBy };
   }
 
   /** Records the derived key as a row (once), valid from the organization's creation. */

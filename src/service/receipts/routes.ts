@@ -42,10 +42,10 @@ import { forbidden, unauthorized } from "../errors.js";
 import type { Metrics } from "../metrics.js";
 import { latestCheckpoint } from "./checkpoints.js";
 import { ExportQuerySchema, exportReceipts } from "./export.js";
+import type { ReceiptHmacKeys } from "./hmac-keys.js";
 import { legacyHooks } from "./legacy.js";
 import { type PublicVerificationOptions, publicVerificationRoutes } from "./public-routes.js";
 import { issueToken, listTokens, revokeToken } from "./public-tokens.js";
-import type { ReceiptHmacKeys } from "./hmac-keys.js";
 import type { SigningKeys } from "./signing-keys.js";
 import {
   legacyReceiptView,

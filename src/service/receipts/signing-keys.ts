@@ -93,52 +93,46 @@ export class SigningKeys {
   }
 
   /**
-   * Retires the active key of `purpose` and creates a new one.
+   * Retires the active key of `purpose` and creates a new one, in its own transaction or in the
+   * caller's `q`.
    * @returns the new key's view and the retired kid (null when there was no active key).
    */
-  async rotate(purpose: KeyPurpose): Promise<{ key: KeyView; retired_kid: string | null }> {
-    return this.db.tx(async (q) => {
-      await q.query("SELECT pg_advisory_xact_lock($1)", [KEY_ROTATION_LOCK]);
-      const { rows } = await q.query<{ kid: string }>(
-        "UPDATE signing_keys SET retired_at = $2 WHERE purpose = $1 AND retired_at IS NULL RETURNING kid",
-        [purpose, new Date(this.clock.nowMs())],
-      );
-      const key = await this.create(q, purpose);
-      return { key: await this.view(q, key.kid), retired_kid: rows[0]?.kid ?? null };
-    });
+  async rotate(purpose: KeyPurpose, q?: Queryable): Promise<{ key: KeyView; retired_kid: string | null }> {
+    if (!q) return this.db.tx((tx) => this.rotate(purpose, tx));
+    await q.query("SELECT pg_advisory_xact_lock($1)", [KEY_ROTATION_LOCK]);
+    const { rows } = await q.query<{ kid: string }>(
+      "UPDATE signing_keys SET retired_at = $2 WHERE purpose = $1 AND retired_at IS NULL RETURNING kid",
+      [purpose, new Date(this.clock.nowMs())],
+    );
+    const key = await this.create(q, purpose);
+    return { key: await this.view(q, key.kid), retired_kid: rows[0]?.kid ?? null };
   }
 
   /**
    * Marks `kid` revoked from `revokedAtMs` on (an earlier time than one already recorded wins;
    * a later one is ignored, so a revocation is never weakened). A key still active is rotated
-   * first, so new signatures use a new key.
+   * first, so new signatures use a new key. In its own transaction or in the caller's `q`.
    * @throws ApiError 404 when no signing key has that kid.
    */
   async revoke(
     kid: string,
     revokedAtMs: number,
     reason: string | null,
-  ): Promise<{ key: KeyView; replaced_by: string | null }> {
-    return this.db.tx(async (q) => {
-      await q.query("SELECT pg_advisory_xact_lock($1)", [KEY_ROTATION_LOCK]);
-      const { rows } = await q.query<KeyRow>("SELECT * FROM signing_keys WHERE kid = $1 FOR UPDATE", [kid]);
-      const row = rows[0];
-      if (!row) throw notFound("Signing key");
-      let replacedBy: string | null = null;
-      if (row.retired_at === null && row.revoked_at === null) {
-        await q.query("UPDATE signing_keys SET retired_at = $2 WHERE kid = $1", [
-          kid,
-          new Date(this.clock.nowMs()),
-        ]);
-        replacedBy = (await this.create(q, row.purpose)).kid;
-      }
-      await q.query(
-        `UPDATE signing_keys SET revoked_at = LEAST(COALESCE(revoked_at, $2), $2),
-           revocation_reason = COALESCE($3, revocation_reason) WHERE kid = $1`,
-        [kid, new Date(revokedAtMs), reason],
-      );
-      return { key: await this.view(q, kid), replaced_by: replacedBy };
-    });
+    q?: Queryable,
+  ): Promise<{ purpose: KeyPurpose; key: KeyView; replaced_by: string | null }> {
+    if (!q) return this.db.tx((tx) => this.revoke(kid, revokedAtMs, reason, tx));
+    await q.query("SELECT pg_advisory_xact_lock($1)", [KEY_ROTATION_LOCK]);
+    const { rows } = await q.query<KeyRow>("SELECT * FROM signing_keys WHERE kid = $1", [kid]);
+    const row = rows[0];
+    if (!row) throw notFound("Signing key");
+    const replacedBy =
+      row.retired_at === null && row.revoked_at === null ? (await this.rotate(row.purpose, q)).key.kid : null;
+    await q.query(
+      `UPDATE signing_keys SET revoked_at = LEAST(COALESCE(revoked_at, $2), $2),
+         revocation_reason = COALESCE($3, revocation_reason) WHERE kid = $1`,
+      [kid, new Date(revokedAtMs), reason],
+    );
+    return { purpose: row.purpose, key: await this.view(q, kid), replaced_by: replacedBy };
   }
 
   /** Every key of `purpose`, oldest first. */

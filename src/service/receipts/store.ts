@@ -28,7 +28,8 @@ export interface StoredReceipt extends ReceiptRow {
   receipt: SignedReceipt;
 }
 
-const ROW_COLUMNS = "id, org_id, chain_id, sequence, receipt_number, body, receipt_hash, hmac_kid, created_at";
+const ROW_COLUMNS =
+  "id, org_id, chain_id, sequence, receipt_number, body, receipt_hash, hmac_kid, created_at";
 
 /** The head of an organization's receipt log: the last sequence and receipt hash (0 and null when empty). */
 export interface ReceiptLogHead {
@@ -56,7 +57,17 @@ export async function appendReceipt(
   await q.query(
     `INSERT INTO receipts (id, org_id, chain_id, sequence, receipt_number, body, receipt_hash, hmac_kid, created_at)
      VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9)`,
-    [r.id, r.org_id, r.chain_id, r.sequence, r.receipt_number, r.body, r.receipt_hash, r.hmacKid, r.createdAt],
+    [
+      r.id,
+      r.org_id,
+      r.chain_id,
+      r.sequence,
+      r.receipt_number,
+      r.body,
+      r.receipt_hash,
+      r.hmacKid,
+      r.createdAt,
+    ],
   );
   await q.query("UPDATE organizations SET receipt_seq = $2, last_receipt_hash = $3 WHERE id = $1", [
     r.org_id,

@@ -53,11 +53,11 @@ import {
   type ReceiptEvidenceCheck,
   verifyReceiptEvidence,
 } from "../../receipts/evidence.js";
+import { revocationOf, revokedProblem } from "../../receipts/key-validity.js";
 import { parseReceiptNumber } from "../../receipts/number.js";
 import type { AnySignedReceipt, IntegrityStatus, LinkStatus, ReceiptFormat } from "../../receipts/schema.js";
 import { receiptPrincipals } from "../../receipts/schema.js";
 import { receiptHash } from "../../receipts/sign.js";
-import { revocationOf, revokedProblem } from "../../receipts/key-validity.js";
 import { verifyReceipt } from "../../receipts/verify.js";
 import { type AttestedApprovalRow, approvalAttestationPayload } from "../approvals/attestation.js";
 import type { Queryable } from "../db/pool.js";
@@ -387,7 +387,9 @@ export async function verifyCheckpoint(
     sequence: cp.sequence,
     receipt_number: cp.receipt_number,
     overall_status:
-      signature === "valid" && keyStatus !== KeyStatus.revoked && log.status === "extended" ? "valid" : "invalid",
+      signature === "valid" && keyStatus !== KeyStatus.revoked && log.status === "extended"
+        ? "valid"
+        : "invalid",
     signature: {
       status: signature,
       algorithm: "Ed25519",
