@@ -62,13 +62,21 @@ export class ReceiptHmacKeys {
     return keys;
   }
 
-  /** The organization's keys as the admin API lists them, oldest first. */
+  /**
+   * The organization's keys as the admin API lists them, oldest first. The first rotation or
+   * revocation records the derived key as a row; before that it is the only key, active.
+   */
   async list(q: Queryable, orgId: string): Promise<KeyView[]> {
     const rows = await this.rows(q, orgId);
-    if (rows.some((r) => r.kid === MASTER_HMAC_KID)) return rows.map(keyView);
-    const created = await orgCreatedAt(q, orgId);
-    const master = { ...this.masterRow(created), retired_at: rows.length > 0 ? rows[0]!.created_at : null };
-    return [master, ...rows].map(keyView);
+    if (rows.length > 0) return rows.map(keyView);
+    const master = {
+      kid: MASTER_HMAC_KID,
+      created_at: await orgCreatedAt(q, orgId),
+      retired_at: null,
+      revoked_at: null,
+      revocation_reason: null,
+    };
+    return [keyView(master)];
   }
 
   /**
@@ -133,17 +141,6 @@ export class ReceiptHmacKeys {
       "INSERT INTO receipt_hmac_keys (org_id, kid, key_sealed, created_at) VALUES ($1, $2, NULL, $3) ON CONFLICT DO NOTHING",
       [orgId, MASTER_HMAC_KID, created],
     );
-  }
-
-  private masterRow(created: Date): HmacRow {
-    return {
-      kid: MASTER_HMAC_KID,
-      key_sealed: null,
-      created_at: created,
-      retired_at: null,
-      revoked_at: null,
-      revocation_reason: null,
-    };
   }
 
   private master(row: HmacRow | null): HmacKey {
