@@ -1,36 +1,21 @@
-/**
- * Key rotation and revocation (ADR 0010) against the real service, on PGlite and PostgreSQL:
- * each key kind (receipt and approval Ed25519 keys, an organization's receipt HMAC key) rotated by
- * the admin API; artifacts signed before and after verify online and with `tollgate verify`
- * offline (the CLI as a child process, keys fetched from the published JWKS over HTTP); revoked
- * keys refuse what they signed at or after the revocation time and still accept (and say so)
- * what they signed before; rotation and revocation asked by the deployment configuration apply
- * once; hostile input on the new routes is a 4xx naming the field, never a 5xx.
- */
-import { execFile } from "node:child_process";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { signCheckpoint } from "../../src/receipts/checkpoint.js";
 import { ConfigError, loadConfig } from "../../src/service/config.js";
 import { createLogger } from "../../src/service/logger.js";
 import { applyKeyConfig } from "../../src/service/receipts/key-config.js";
 import { startTestService, type TestService } from "../support/service.js";
-import { completedReceipt, decide, type Org, pendingApproval, session, sql } from "./verification-helpers.js";
-
-const bin = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../../bin/tollgate.mjs");
-
-/** Runs `tollgate` as a child process; never throws on a non-zero exit. */
-function tollgate(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-  return new Promise((resolve) => {
-    execFile(process.execPath, [bin, ...args], { timeout: 60_000 }, (err, stdout, stderr) => {
-      const code = err ? (typeof err.code === "number" ? err.code : -1) : 0;
-      resolve({ code, stdout, stderr });
-    });
-  });
-}
+import {
+  completedReceipt,
+  decide,
+  type Org,
+  pendingApproval,
+  session,
+  sql,
+  tollgate,
+} from "./verification-helpers.js";
 
 const MINUTE = 60_000;
 
@@ -72,6 +57,9 @@ describe("key rotation and revocation", () => {
     expect(r.statusCode, r.body).toBe(200);
     return r.json().ed25519.kid as string;
   };
+  /** `tollgate verify` of an export with the keys the service publishes. */
+  const verifyOffline = (file: string, ...args: string[]) =>
+    tollgate(["verify", file, "--jwks", receiptJwks, "--approval-jwks", approvalJwks, ...args]);
   const approved = async () => {
     const { approvalId } = await pendingApproval(t, org);
     await decide(t, approver, approvalId, { decision: "approve" });
@@ -182,15 +170,7 @@ describe("key rotation and revocation", () => {
     expect(retired).toMatchObject({ status: "retired", revoked_at: null });
     expect(Date.parse(retired!.retired_at as string)).toBe(before.at + MINUTE);
     const file = await exportFile("rotated.json");
-    const r = await tollgate([
-      "verify",
-      file,
-      "--jwks",
-      receiptJwks,
-      "--approval-jwks",
-      approvalJwks,
-      "--json",
-    ]);
+    const r = await verifyOffline(file, "--json");
     expect(r.code, r.stdout + r.stderr).toBe(0);
     const report = JSON.parse(r.stdout);
     expect(report.receipts.map((x: { key_revocation: string }) => x.key_revocation)).toEqual([
@@ -293,23 +273,13 @@ describe("key rotation and revocation", () => {
 
     // offline, with the published key sets: the same verdicts
     const file = await exportFile("revoked.json");
-    const out = await tollgate(["verify", file, "--jwks", receiptJwks, "--approval-jwks", approvalJwks]);
+    const out = await verifyOffline(file);
     expect(out.code, out.stdout + out.stderr).toBe(1);
     expect(out.stdout).toContain(`key ${kids.receipt1} after its revocation`);
     expect(out.stdout).toContain("signed before its key was revoked: the signature still counts");
     const forgedFile = path.join(dir, "forged-checkpoint.json");
     writeFileSync(forgedFile, JSON.stringify(forged));
-    const json = await tollgate([
-      "verify",
-      file,
-      "--jwks",
-      receiptJwks,
-      "--approval-jwks",
-      approvalJwks,
-      "--checkpoint",
-      forgedFile,
-      "--json",
-    ]);
+    const json = await verifyOffline(file, "--checkpoint", forgedFile, "--json");
     expect(json.code).toBe(1);
     const report = JSON.parse(json.stdout);
     expect(report.receipts.map((x: { key_revocation: string }) => x.key_revocation)).toEqual([
@@ -376,6 +346,14 @@ describe("key rotation and revocation", () => {
   });
 
   it("hostile input on the key routes is a 4xx naming the field, never a 5xx", async () => {
+    /** A revoke of the first receipt key with `body`, answered `status`, naming `names`. */
+    const revokeFirst = (body: unknown, status: number, names?: string) => ({
+      method: "POST",
+      url: `/v1/admin/signing-keys/${kids.receipt1}/revoke`,
+      body,
+      status,
+      ...(names && { names }),
+    });
     const cases: Array<{
       method: string;
       url: string;
@@ -423,40 +401,11 @@ describe("key rotation and revocation", () => {
       // a path parameter beyond the router's limit (100 characters): 414, still a 4xx
       { method: "POST", url: `/v1/admin/signing-keys/${"a".repeat(5000)}/revoke`, body: {}, status: 414 },
       { method: "POST", url: "/v1/admin/signing-keys/0123456789abcdef/revoke", body: {}, status: 404 },
-      {
-        method: "POST",
-        url: `/v1/admin/signing-keys/${kids.receipt1}/revoke`,
-        body: { revoked_at: "2999-01-01T00:00:00Z" },
-        status: 400,
-        names: "revoked_at",
-      },
-      {
-        method: "POST",
-        url: `/v1/admin/signing-keys/${kids.receipt1}/revoke`,
-        body: { revoked_at: "yesterday" },
-        status: 400,
-        names: "revoked_at",
-      },
-      {
-        method: "POST",
-        url: `/v1/admin/signing-keys/${kids.receipt1}/revoke`,
-        body: { reason: "x".repeat(10_000) },
-        status: 400,
-        names: "reason",
-      },
-      {
-        method: "POST",
-        url: `/v1/admin/signing-keys/${kids.receipt1}/revoke`,
-        body: { reason: "bad\u0000byte" },
-        status: 400,
-        names: "reason",
-      },
-      {
-        method: "POST",
-        url: `/v1/admin/signing-keys/${kids.receipt1}/revoke`,
-        body: { reason: "y".repeat(3_000_000) },
-        status: 413,
-      },
+      revokeFirst({ revoked_at: "2999-01-01T00:00:00Z" }, 400, "revoked_at"),
+      revokeFirst({ revoked_at: "yesterday" }, 400, "revoked_at"),
+      revokeFirst({ reason: "x".repeat(10_000) }, 400, "reason"),
+      revokeFirst({ reason: "bad\u0000byte" }, 400, "reason"),
+      revokeFirst({ reason: "y".repeat(3_000_000) }, 413),
       {
         method: "POST",
         url: "/v1/admin/organizations/rotate/receipt-hmac-keys/MASTER/revoke",
