@@ -81,7 +81,7 @@ export class SigningKeys {
 
   /**
    * The active key for `purpose`, created on first use. Reads which key is active on every call
-   * (one indexed row), so a rotation or revocation on another replica applies at once.
+   * (one query on a table of a few rows), so a rotation or revocation on another replica applies at once.
    */
   async active(purpose: KeyPurpose): Promise<SigningKey> {
     const { rows } = await this.db.query<KeyRow>(
