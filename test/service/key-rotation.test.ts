@@ -403,6 +403,8 @@ describe("key rotation and revocation", () => {
       { method: "POST", url: "/v1/admin/signing-keys/0123456789abcdef/revoke", body: {}, status: 404 },
       revokeFirst({ revoked_at: "2999-01-01T00:00:00Z" }, 400, "revoked_at"),
       revokeFirst({ revoked_at: "yesterday" }, 400, "revoked_at"),
+      revokeFirst({ revoked_at: "0000-01-01T00:00:00Z" }, 400, "revoked_at"),
+      revokeFirst({ revoked_at: "1969-12-31T23:59:59+14:00" }, 400, "revoked_at"),
       revokeFirst({ reason: "x".repeat(10_000) }, 400, "reason"),
       revokeFirst({ reason: "bad\u0000byte" }, 400, "reason"),
       revokeFirst({ reason: "y".repeat(3_000_000) }, 413),

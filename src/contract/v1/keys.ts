@@ -50,6 +50,11 @@ export const KeyRotatedSchema = z.object({
   retired_kid: z.string().nullable(),
 });
 
+/** A revocation time: ISO 8601 with offset, not before 1970 (no key existed earlier). */
+export const RevokedAtSchema = z.iso
+  .datetime({ offset: true })
+  .refine((v) => Date.parse(v) >= 0, "must not be before 1970-01-01");
+
 /** Body of the revoke routes. */
 export const RevokeKeySchema = z
   .object({
@@ -57,7 +62,7 @@ export const RevokeKeySchema = z
      * ISO 8601 with offset; from when the key's signatures are refused (e.g. when it may have
      * leaked). Default: now. Not in the future.
      */
-    revoked_at: z.iso.datetime({ offset: true }).optional(),
+    revoked_at: RevokedAtSchema.optional(),
     reason: z.string().min(1).max(500).optional(),
   })
   .strict();

@@ -11,7 +11,7 @@
  */
 import { z } from "zod";
 import { SlugSchema } from "../../contract/v1/admin.js";
-import { HmacKidSchema, SigningKidSchema } from "../../contract/v1/keys.js";
+import { HmacKidSchema, RevokedAtSchema, SigningKidSchema } from "../../contract/v1/keys.js";
 import type { Database } from "../db/pool.js";
 import type { Logger } from "../logger.js";
 import { orgBySlug } from "../orgs/orgs.js";
@@ -25,7 +25,6 @@ export const RotateKeysSchema = z
   .object({ receipt: token.optional(), approval: token.optional(), receipt_hmac: token.optional() })
   .strict();
 
-const revokedAt = z.iso.datetime({ offset: true });
 const reason = z.string().min(1).max(500).optional();
 
 /** `TOLLGATE_REVOKE_KEYS`: keys to mark revoked. */
@@ -36,7 +35,7 @@ export const RevokeKeysSchema = z
         .object({
           kind: z.enum(["receipt", "approval"]),
           kid: SigningKidSchema,
-          revoked_at: revokedAt,
+          revoked_at: RevokedAtSchema,
           reason,
         })
         .strict(),
@@ -45,7 +44,7 @@ export const RevokeKeysSchema = z
           kind: z.literal("receipt_hmac"),
           organization: SlugSchema,
           kid: HmacKidSchema,
-          revoked_at: revokedAt,
+          revoked_at: RevokedAtSchema,
           reason,
         })
         .strict(),
