@@ -47,6 +47,9 @@ export function formatReport(
     if (x.receipt_format === "pre_event_chain") {
       lines.push("          · issued before the event hash chain: it commits to no events or approvals");
     }
+    if (x.key_revocation === "signed_before_revocation") {
+      lines.push("          · signed before its key was revoked: the signature still counts");
+    }
     for (const p of x.principals)
       lines.push(`          · acted: ${p.spiffe_id}${p.pod_name ? ` (pod ${p.pod_name})` : ""}`);
     for (const p of x.problems) lines.push(`          - ${p}`);

@@ -18,6 +18,7 @@
  */
 import { readFile } from "node:fs/promises";
 import { Command, CommanderError } from "commander";
+import { revocationsOf } from "../receipts/key-validity.js";
 import { VERSION } from "../version.js";
 import { formatReport } from "./format.js";
 import { formatPolicyTestReport, PolicyTestInputError, runPolicyTests } from "./policy-test.js";
@@ -103,7 +104,14 @@ async function verifyCommand(file: string, opts: VerifyOptions, io: Io): Promise
     ? await readJson(`--checkpoint ${opts.checkpoint}`, readFile(opts.checkpoint, "utf8"))
     : undefined;
   const report = verifyExport(doc, importJwks(jwks), kind, {
-    ...(approval ? { approvalKeys: importJwks(approval.jwks), approvalKeysSource: approval.kind } : {}),
+    revocations: revocationsOf(jwks),
+    ...(approval
+      ? {
+          approvalKeys: importJwks(approval.jwks),
+          approvalKeysSource: approval.kind,
+          approvalRevocations: revocationsOf(approval.jwks),
+        }
+      : {}),
     ...(checkpoint !== undefined ? { checkpoint } : {}),
   });
   io.stdout(

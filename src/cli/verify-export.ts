@@ -23,6 +23,12 @@ import {
   type ReceiptEvidenceCheck,
   verifyReceiptEvidence,
 } from "../receipts/evidence.js";
+import {
+  type RevocationCheck,
+  revocationOf,
+  revocationsOf,
+  revokedProblem,
+} from "../receipts/key-validity.js";
 import { parseReceiptNumber } from "../receipts/number.js";
 import type {
   AnySignedReceipt,
@@ -62,6 +68,12 @@ export interface ReceiptReport {
   approvals: EvidenceStatus;
   /** Ids of the approvals that do not match. */
   mismatched_approvals: string[];
+  /**
+   * Its Ed25519 key against the key set's revocations (ADR 0010): not_revoked;
+   * signed_before_revocation (the key was revoked later: still valid); revoked (signed at or after
+   * the revocation time: refused, the receipt is invalid).
+   */
+  key_revocation: RevocationCheck;
   /** The verified workload identities its signed events name: SPIFFE ID and pod (issue 27). */
   principals: { spiffe_id: string; pod_name: string | null }[];
   problems: string[];
@@ -171,6 +183,10 @@ export interface VerifyExportOptions {
   approvalKeysSource?: KeysSource;
   /** A checkpoint kept earlier (CheckpointSchema, or an object with a `checkpoint` member). */
   checkpoint?: unknown;
+  /** Revocation times of the receipt keys (kid → ms; key-validity.ts revocationsOf); default: the export's jwks. */
+  revocations?: ReadonlyMap<string, number>;
+  /** Revocation times of the approval keys; default: the export's approval_jwks. */
+  approvalRevocations?: ReadonlyMap<string, number>;
 }
 
 /** Parses a checkpoint document (or a completion answer carrying one); throws ExportInputError. */
@@ -203,6 +219,8 @@ export function verifyExport(
 ): ExportReport {
   const exp = parseExport(doc);
   const approvalKeys = opts.approvalKeys ?? importJwks(exp.approval_jwks);
+  const revocations = opts.revocations ?? revocationsOf(exp.jwks);
+  const approvalRevocations = opts.approvalRevocations ?? revocationsOf(exp.approval_jwks);
   const checkpoint = opts.checkpoint === undefined ? null : parseCheckpoint(opts.checkpoint);
   const receipts = exp.receipts as AnySignedReceipt[];
   const chain: ChainVerification = verifyReceiptChain(receipts, {
@@ -257,12 +275,28 @@ export function verifyExport(
     }
   }
   const attestation = attestationOf(exp, keys);
+  const attestationRevokedAt = attestation.kid === null ? undefined : revocations.get(attestation.kid);
+  if (
+    attestationRevokedAt !== undefined &&
+    revocationOf(attestationRevokedAt, exp.exported_at) === "revoked"
+  ) {
+    problems.push(revokedProblem("the export's attestation", attestation.kid!, attestationRevokedAt));
+  }
   if (attestation.status === "invalid") problems.push("the export's attestation does not match its manifest");
   if (attestation.status === "missing") problems.push("the export carries no attestation");
   if (attestation.status === "unknown_key") problems.push("the export is attested with an untrusted key");
 
-  const evidence = checkEvidence(exp, receipts, chain, approvalKeys);
-  const evidenceProblems = evidence.perReceipt.map((e) => [
+  const evidence = checkEvidence(exp, receipts, chain, approvalKeys, approvalRevocations);
+  const revocationChecks = receipts.map((r, i) => {
+    const kid = (r as { ed25519?: { kid?: unknown } | null } | null)?.ed25519?.kid;
+    const revokedAt = typeof kid === "string" ? revocations.get(kid) : undefined;
+    if (revokedAt === undefined) return { check: "not_revoked" as const, problem: null };
+    const check = revocationOf(revokedAt, (r as { completed_at?: unknown }).completed_at);
+    const name = chain.receipts[i]?.receipt_number ?? `receipt #${i + 1}`;
+    return { check, problem: check === "revoked" ? revokedProblem(name, kid as string, revokedAt) : null };
+  });
+  const evidenceProblems = evidence.perReceipt.map((e, i) => [
+    ...(revocationChecks[i]!.problem ? [revocationChecks[i]!.problem!] : []),
     ...(e.events?.problems ?? []),
     ...(e.approvals?.problems ?? []),
   ]);
@@ -271,7 +305,8 @@ export function verifyExport(
   const chainLevel = chain.problems.slice(chain.receipts.reduce((n, c) => n + c.problems.length, 0));
   problems.splice(0, chain.problems.length, ...receiptProblems, ...chainLevel);
   problems.push(...evidence.problems);
-  const checkpointReport = checkpoint === null ? null : checkCheckpoint(checkpoint, exp, receipts, keys);
+  const checkpointReport =
+    checkpoint === null ? null : checkCheckpoint(checkpoint, exp, receipts, keys, revocations);
   if (checkpointReport) problems.push(...checkpointReport.problems);
 
   return {
@@ -316,6 +351,7 @@ export function verifyExport(
               ),
             ]
           : [],
+        key_revocation: revocationChecks[i]!.check,
         principals: receiptPrincipals(receipts[i]).map((p) => ({
           spiffe_id: p.spiffe_id,
           pod_name: p.pod_name,
@@ -357,6 +393,7 @@ function checkEvidence(
   receipts: readonly AnySignedReceipt[],
   chain: ChainVerification,
   approvalKeys: ReadonlyMap<string, KeyObject>,
+  approvalRevocations: ReadonlyMap<string, number>,
 ): {
   perReceipt: Array<ReceiptEvidenceCheck | { events: null; approvals: null }>;
   problems: string[];
@@ -375,6 +412,7 @@ function checkEvidence(
       { events: events.get(chainId) ?? [], approvals: approvals.get(chainId) ?? [] },
       approvalKeys,
       label,
+      approvalRevocations,
     );
   });
   for (const [kind, groups] of [
@@ -413,6 +451,7 @@ function checkCheckpoint(
   exp: ReceiptExport,
   receipts: readonly AnySignedReceipt[],
   keys: ReadonlyMap<string, KeyObject>,
+  revocations: ReadonlyMap<string, number>,
 ): CheckpointReport {
   const signature = verifyCheckpointSignature(checkpoint, keys);
   const log = checkpointLogStatus(checkpoint, {
@@ -433,6 +472,10 @@ function checkCheckpoint(
   const problems = [...log.problems];
   if (signature === "invalid") problems.push("the checkpoint's signature does not match its contents");
   if (signature === "unknown_key") problems.push("the checkpoint is signed with an untrusted key");
+  const revokedAt = revocations.get(checkpoint.kid);
+  if (revokedAt !== undefined && revocationOf(revokedAt, checkpoint.issued_at) === "revoked") {
+    problems.push(revokedProblem("the checkpoint", checkpoint.kid, revokedAt));
+  }
   return {
     organization: checkpoint.organization,
     sequence: checkpoint.sequence,

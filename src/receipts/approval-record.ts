@@ -83,7 +83,8 @@ export function attestationOfRecord(record: ApprovalRecord): ApprovalAttestation
  * the receipt, not among the records: deleted), unexpected (a record the receipt does not list:
  * inserted), out_of_order (records not in the receipt's order), unsigned (no signature),
  * invalid_signature (the signature does not cover the current facts: edited), unknown_key (the
- * kid is not among the trusted approval keys), malformed (not an approval record).
+ * kid is not among the trusted approval keys), revoked_key (signed by a key revoked before its
+ * decision: refused, key-validity.ts), malformed (not an approval record).
  */
 export const ApprovalMismatchKind = {
   altered: "altered",
@@ -93,6 +94,7 @@ export const ApprovalMismatchKind = {
   unsigned: "unsigned",
   invalid_signature: "invalid_signature",
   unknown_key: "unknown_key",
+  revoked_key: "revoked_key",
   malformed: "malformed",
 } as const;
 export type ApprovalMismatchKind = (typeof ApprovalMismatchKind)[keyof typeof ApprovalMismatchKind];

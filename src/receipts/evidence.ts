@@ -16,8 +16,9 @@
  * Pure: no I/O, no clock. Never throws.
  */
 import type { KeyObject } from "node:crypto";
-import { type ApprovalRecordsCheck, verifyApprovalRecords } from "./approval-record.js";
+import { ApprovalMismatchKind, type ApprovalRecordsCheck, verifyApprovalRecords } from "./approval-record.js";
 import { type EventChainCheck, type EventCommitments, verifyEventChain } from "./event-chain.js";
+import { revocationOf, revokedProblem } from "./key-validity.js";
 import { type ReceiptApproval, type ReceiptFormat, receiptFormatOf } from "./schema.js";
 
 /**
@@ -47,6 +48,10 @@ export interface ReceiptEvidenceCheck {
  * `approvalKeys` are the trusted "approval" Ed25519 keys (kid → key); null leaves approval
  * signatures unevaluated. `label` names the receipt in problems (its receipt number).
  *
+ * `approvalRevocations` (kid → revocation time in ms, key-validity.ts): a record signed by a
+ * revoked key at or after its revocation (its decided_at, else requested_at) is refused
+ * (mismatch revoked_key), so the approvals are invalid.
+ *
  * For a pre-event-chain receipt nothing is compared: both results are not_evaluated with no
  * problems, and the counts say how many records there are.
  */
@@ -55,6 +60,7 @@ export function verifyReceiptEvidence(
   records: { events: readonly unknown[]; approvals: readonly unknown[] },
   approvalKeys: ReadonlyMap<string, KeyObject> | null,
   label: string,
+  approvalRevocations: ReadonlyMap<string, number> = new Map(),
 ): ReceiptEvidenceCheck {
   const format = receiptFormatOf(receipt);
   if (format === "pre_event_chain") {
@@ -72,15 +78,28 @@ export function verifyReceiptEvidence(
   const object = (isObject(receipt) ? receipt : {}) as Partial<Record<string, unknown>>;
   const chainId = typeof object.chain_id === "string" ? object.chain_id : "";
   const approvals = Array.isArray(object.approvals) ? (object.approvals as ReceiptApproval[]) : [];
+  const checked = verifyApprovalRecords(
+    { chain_id: chainId, approvals },
+    records.approvals,
+    approvalKeys,
+    label,
+  );
+  for (const record of records.approvals) {
+    const r = (isObject(record) ? record : {}) as Partial<Record<string, unknown>>;
+    const revokedAt = typeof r.kid === "string" ? approvalRevocations.get(r.kid) : undefined;
+    if (revokedAt === undefined || revocationOf(revokedAt, r.decided_at ?? r.requested_at) !== "revoked")
+      continue;
+    const id = typeof r.approval_id === "string" ? r.approval_id : null;
+    checked.mismatches.push({ kind: ApprovalMismatchKind.revoked_key, approval_id: id });
+    checked.problems.push(
+      revokedProblem(`approval ${id ?? "(no id)"} of ${label}`, r.kid as string, revokedAt),
+    );
+    checked.status = "invalid";
+  }
   return {
     receipt_format: format,
     events: verifyEventChain(object as unknown as EventCommitments, records.events, label),
-    approvals: verifyApprovalRecords(
-      { chain_id: chainId, approvals },
-      records.approvals,
-      approvalKeys,
-      label,
-    ),
+    approvals: checked,
   };
 }
 

@@ -34,6 +34,8 @@ import { openApiPlugin, responseSerializerCompiler } from "./openapi.js";
 import { adminRoutes } from "./orgs/admin-routes.js";
 import { OrgConfigCache } from "./orgs/orgs.js";
 import type { ServiceParts } from "./parts.js";
+import { ReceiptHmacKeys } from "./receipts/hmac-keys.js";
+import { keyRoutes } from "./receipts/key-routes.js";
 import {
   isPublicVerificationPath,
   PUBLIC_VERIFICATION_HEADERS,
@@ -94,7 +96,7 @@ export async function buildService(opts: ServiceOptions): Promise<Service> {
     signingKeys: new SigningKeys(opts.db, opts.masterKey, clock),
     approvalWaiters,
     metrics: createMetrics(opts.db, { defaultMetrics: opts.defaultMetrics, clock, approvalWaiters }),
-    receiptHmacKey: deriveKey(opts.masterKey, "receipt-hmac"),
+    receiptHmacKeys: new ReceiptHmacKeys(opts.masterKey),
     linkKey: deriveKey(opts.masterKey, "approval-links"),
     masterKey: opts.masterKey,
     adminToken: opts.adminToken,
@@ -211,10 +213,11 @@ export async function buildService(opts: ServiceOptions): Promise<Service> {
     apiKeys,
     signingKeys,
     approvalWaiters,
-    receiptHmacKey: ctx.receiptHmacKey,
+    receiptHmacKeys: ctx.receiptHmacKeys,
   });
   await app.register(approvalRoutes, { db, clock, metrics, signingKeys, approvalWaiters });
   await app.register(adminRoutes, { db, clock, configs, apiKeys });
+  await app.register(keyRoutes, { db, clock, signingKeys, receiptHmacKeys: ctx.receiptHmacKeys });
   await app.register(outcomeRoutes, { db });
   await app.register(replayRoutes, { db });
   await app.register(verificationRoutes, {
@@ -222,7 +225,7 @@ export async function buildService(opts: ServiceOptions): Promise<Service> {
     clock,
     metrics,
     signingKeys,
-    receiptHmacKey: ctx.receiptHmacKey,
+    receiptHmacKeys: ctx.receiptHmacKeys,
     publicUrl: ctx.publicUrl,
   });
   await app.register(dashboardPlugin, {
@@ -235,7 +238,7 @@ export async function buildService(opts: ServiceOptions): Promise<Service> {
       signingKeys,
       apiKeys,
       approvalWaiters,
-      receiptHmacKey: ctx.receiptHmacKey,
+      receiptHmacKeys: ctx.receiptHmacKeys,
       linkKey: ctx.linkKey,
       masterKey: ctx.masterKey,
       adminToken: ctx.adminToken,

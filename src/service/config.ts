@@ -12,6 +12,7 @@ import { issueLines } from "../contract/v1/issues.js";
 import { VERSION } from "../version.js";
 import { describeSmtp, type SmtpConfig, SmtpEnvSchema, smtpFromEnv } from "./notify/smtp.js";
 import { type OidcConfig, OidcEnvSchema, oidcFromEnv } from "./oidc/settings.js";
+import { type KeyConfig, RevokeKeysSchema, RotateKeysSchema } from "./receipts/key-config.js";
 
 const EnvSchema = z.object({
   PORT: z.coerce
@@ -39,6 +40,8 @@ const EnvSchema = z.object({
     .regex(/^[a-z0-9]([a-z0-9.-]*[a-z0-9])?$/, "must be a lowercase DNS-style name (SPIFFE trust domain)")
     .max(253)
     .default("cluster.local"),
+  TOLLGATE_ROTATE_KEYS: z.string().max(4096).optional(),
+  TOLLGATE_REVOKE_KEYS: z.string().max(65_536).optional(),
   TOLLGATE_TOKEN_REVIEW_CACHE_SECONDS: z.coerce.number().min(0).max(600).default(10),
   KUBERNETES_SERVICE_HOST: z.string().optional(),
   ...SmtpEnvSchema.shape,
@@ -66,6 +69,8 @@ export interface ServiceConfig {
   oidc?: OidcConfig;
   /** Workload identity (TokenReview of pods' projected tokens); undefined turns it off. */
   workloadIdentity?: WorkloadIdentityConfig;
+  /** Key rotations and revocations the deployment asks for, applied at start (ADR 0010). */
+  keys: KeyConfig;
 }
 
 /** How workload tokens are verified (issue 27). */
@@ -105,6 +110,8 @@ const help = `Environment:
   TOLLGATE_TOKEN_AUDIENCE      audience workload tokens must carry (default tollgate)
   TOLLGATE_TRUST_DOMAIN        SPIFFE trust domain of recorded identities (default cluster.local)
   TOLLGATE_TOKEN_REVIEW_CACHE_SECONDS  how long a reviewed token is remembered, at most (default 10)
+  TOLLGATE_ROTATE_KEYS         JSON {receipt?, approval?, receipt_hmac?}: a new token rotates that key at start
+  TOLLGATE_REVOKE_KEYS         JSON [{kind, kid, revoked_at, organization?, reason?}]: keys revoked at start
   SMTP_HOST, SMTP_PORT         approval mail server; unset keeps mail queued in the outbox
   SMTP_TLS                     implicit|starttls|opportunistic|none (default starttls; implicit on port 465)
   SMTP_USER, SMTP_PASSWORD[_FILE]  SMTP credentials
@@ -174,8 +181,13 @@ export async function loadConfig(argv: string[], env: NodeJS.ProcessEnv): Promis
     issues.push(
       "TOLLGATE_WORKLOAD_IDENTITY: on needs Kubernetes: run in a cluster or set TOLLGATE_KUBECONFIG",
     );
+  const keys: KeyConfig = {
+    rotate: jsonEnv("TOLLGATE_ROTATE_KEYS", e.TOLLGATE_ROTATE_KEYS, RotateKeysSchema, {}, issues),
+    revoke: jsonEnv("TOLLGATE_REVOKE_KEYS", e.TOLLGATE_REVOKE_KEYS, RevokeKeysSchema, [], issues),
+  };
   if (issues.length) throw new ConfigError(issues);
   return {
+    keys,
     port: e.PORT,
     host: e.HOST,
     dataDir,
@@ -197,6 +209,32 @@ export async function loadConfig(argv: string[], env: NodeJS.ProcessEnv): Promis
       },
     }),
   };
+}
+
+/**
+ * A variable holding JSON checked by `schema`; `fallback` when unset or empty. Problems are
+ * added to `issues`, naming the variable and the field.
+ */
+function jsonEnv<T>(
+  name: string,
+  text: string | undefined,
+  schema: z.ZodType<T>,
+  fallback: T,
+  issues: string[],
+): T {
+  if (text === undefined || text.trim() === "") return fallback;
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch {
+    issues.push(`${name}: not JSON`);
+    return fallback;
+  }
+  const parsed = schema.safeParse(value);
+  if (parsed.success) return parsed.data;
+  for (const i of parsed.error.issues.slice(0, 3))
+    issues.push(`${name}: ${i.path.join(".") || "(root)"}: ${i.message}`);
+  return fallback;
 }
 
 /** The configuration as it may be printed: no secrets, the database URL without credentials. */

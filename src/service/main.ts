@@ -11,6 +11,7 @@ import { migrate } from "./db/migrate.js";
 import { type Database, openPglite, openPostgres } from "./db/pool.js";
 import { kubeApiServer, WorkloadAuthenticator } from "./identity/token-review.js";
 import { createLogger } from "./logger.js";
+import { applyKeyConfig } from "./receipts/key-config.js";
 
 async function main(): Promise<void> {
   let config: Awaited<ReturnType<typeof loadConfig>>;
@@ -56,6 +57,7 @@ async function main(): Promise<void> {
     smtp: config.smtp,
     oidc: config.oidc,
   });
+  await applyKeyConfig(db, service.ctx, config.keys, service.ctx.clock.nowMs(), log);
   if (!config.smtp) log.warn("SMTP_HOST is not set: approval e-mails stay queued in the outbox");
   if (!config.oidc) log.warn("dashboard sign-in is off: set OIDC_ISSUER_URL or TOLLGATE_DEV_OIDC=true");
   await service.app.listen({ port: config.port, host: config.host });

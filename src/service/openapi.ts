@@ -81,6 +81,24 @@ export const OPERATION_IDS: Record<string, readonly [operationId: string, summar
   "POST /v1/admin/organizations/:slug/api-keys": ["createApiKey", "Create an API key (shown once)"],
   "GET /v1/admin/organizations/:slug/api-keys": ["listApiKeys", "API keys of an organization"],
   "POST /v1/admin/organizations/:slug/api-keys/:key_id/revoke": ["revokeApiKey", "Revoke an API key"],
+  "GET /v1/admin/signing-keys": ["listSigningKeys", "The service's Ed25519 receipt and approval keys"],
+  "POST /v1/admin/signing-keys/rotate": ["rotateSigningKey", "Rotate the receipt or approval signing key"],
+  "POST /v1/admin/signing-keys/:kid/revoke": [
+    "revokeSigningKey",
+    "Revoke a signing key: its signatures from a time on are refused",
+  ],
+  "GET /v1/admin/organizations/:slug/receipt-hmac-keys": [
+    "listReceiptHmacKeys",
+    "An organization's receipt HMAC keys (ids and validity, never material)",
+  ],
+  "POST /v1/admin/organizations/:slug/receipt-hmac-keys/rotate": [
+    "rotateReceiptHmacKey",
+    "Rotate an organization's receipt HMAC key",
+  ],
+  "POST /v1/admin/organizations/:slug/receipt-hmac-keys/:kid/revoke": [
+    "revokeReceiptHmacKey",
+    "Revoke an organization's receipt HMAC key from a time on",
+  ],
   "POST /v1/chains/:chain_id/events/:event_id/outcome": [
     "recordOutcome",
     "Report what happened when an action was carried out",

@@ -14,6 +14,7 @@ import type { WorkloadAuthenticator } from "./identity/token-review.js";
 import type { Logger } from "./logger.js";
 import type { Metrics } from "./metrics.js";
 import type { OrgConfigCache } from "./orgs/orgs.js";
+import type { ReceiptHmacKeys } from "./receipts/hmac-keys.js";
 import type { SigningKeys } from "./receipts/signing-keys.js";
 
 /** Shared parts of one running governance service. */
@@ -33,8 +34,8 @@ export interface ServiceParts {
   /** Held approval-status requests (`wait`), woken when their approval is resolved. */
   approvalWaiters: ApprovalWaiters;
   metrics: Metrics;
-  /** Derived from the master key; signs receipts. Never leaves the service. */
-  receiptHmacKey: Buffer;
+  /** Each organization's receipt HMAC keys (rotation, revocation). Never leave the service. */
+  receiptHmacKeys: ReceiptHmacKeys;
   /** Derived from the master key; signs approval e-mail links. */
   linkKey: Buffer;
   masterKey: Buffer;

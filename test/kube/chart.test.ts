@@ -27,6 +27,7 @@ import {
   SIDECAR_LABEL_VALUE,
   SIDECAR_NODE_OPTIONS,
 } from "../../operator/webhook/sidecar.js";
+import { RevokeKeysSchema, RotateKeysSchema } from "../../src/service/receipts/key-config.js";
 import { type ControlPlane, startControlPlane } from "../support/controlplane.js";
 import { kubectl } from "../support/kubectl.js";
 import { promtool } from "../support/promtool.js";
@@ -400,6 +401,52 @@ describe("charts/tollgate", () => {
     ]) {
       expect(Object.keys(env).filter((k) => k.startsWith("OTEL_"))).toEqual([]);
     }
+  });
+
+  it("key values: rotation tokens and revocations reach the service as the environment its config parses", async () => {
+    const { objs } = await render([
+      "service.keys.rotate.receipt=2026-11-27",
+      "service.keys.rotate.receiptHmac=r2",
+      "service.keys.revoke[0].kind=receipt_hmac",
+      "service.keys.revoke[0].kid=master",
+      "service.keys.revoke[0].organization=acme",
+      "service.keys.revoke[0].revokedAt=2026-11-01T00:00:00Z",
+      "service.keys.revoke[0].reason=leaked",
+      "service.keys.revoke[1].kind=approval",
+      "service.keys.revoke[1].kid=0123456789abcdef",
+      "service.keys.revoke[1].revokedAt=2026-11-02T00:00:00+01:00",
+    ]);
+    const service = envRecord(find(objs, "Deployment", FULL).spec.template.spec.containers[0]);
+    expect(RotateKeysSchema.parse(JSON.parse(service.TOLLGATE_ROTATE_KEYS!))).toEqual({
+      receipt: "2026-11-27",
+      receipt_hmac: "r2",
+    });
+    expect(RevokeKeysSchema.parse(JSON.parse(service.TOLLGATE_REVOKE_KEYS!))).toEqual([
+      {
+        kind: "receipt_hmac",
+        kid: "master",
+        organization: "acme",
+        revoked_at: "2026-11-01T00:00:00Z",
+        reason: "leaked",
+      },
+      { kind: "approval", kid: "0123456789abcdef", revoked_at: "2026-11-02T00:00:00+01:00" },
+    ]);
+    // Unset by default: the service rotates and revokes nothing.
+    const off = envRecord(find((await render([])).objs, "Deployment", FULL).spec.template.spec.containers[0]);
+    expect(off).not.toHaveProperty("TOLLGATE_ROTATE_KEYS");
+    expect(off).not.toHaveProperty("TOLLGATE_REVOKE_KEYS");
+    // The schema refuses what the service would refuse.
+    const bad = await helm([
+      "template",
+      RELEASE,
+      chart,
+      "-n",
+      NS,
+      "--set",
+      "service.keys.revoke[0].kind=nope",
+    ]);
+    expect(bad.code).not.toBe(0);
+    expect(bad.stderr).toContain("/service/keys/revoke/0");
   });
 
   it("default render: webhook equals the operator's builder; RBAC equals operator/rbac.ts", async () => {

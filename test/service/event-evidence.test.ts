@@ -29,6 +29,7 @@ import { approvalStatus } from "../../src/service/approvals/views.js";
 import { getChain } from "../../src/service/chains/store.js";
 import { cumulativeMetrics } from "../../src/service/chains/views.js";
 import { orgById } from "../../src/service/orgs/orgs.js";
+import { deriveKey } from "../../src/service/secrets.js";
 import { get, sessionFor } from "../browser/support/dashboard.js";
 import { startTestService, type TestService } from "../support/service.js";
 import { assertNoProofMaterial, decide, type Org, pendingApproval, sql } from "./verification-helpers.js";
@@ -785,7 +786,7 @@ async function completeAsBefore(org: Org, chainId: string): Promise<Completed> {
     });
     const signed = {
       ...body,
-      signature: hmacSignature(body, ctx.receiptHmacKey),
+      signature: hmacSignature(body, deriveKey(ctx.masterKey, "receipt-hmac")),
       ed25519: { kid: signingKey.kid, signature: ed25519Sign(signingInput(body), signingKey.privateKey) },
     };
     const hash = receiptHash(signed);

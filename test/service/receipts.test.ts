@@ -7,6 +7,7 @@ import { canonicalJson } from "../../src/receipts/canonical.js";
 import type { SignedReceipt } from "../../src/receipts/schema.js";
 import { receiptHash, verifyHmac } from "../../src/receipts/sign.js";
 import { verifyReceiptChain } from "../../src/receipts/verify.js";
+import { deriveKey } from "../../src/service/secrets.js";
 import { startTestService, type TestService } from "../support/service.js";
 
 describe("receipts", () => {
@@ -73,7 +74,7 @@ describe("receipts", () => {
     expect(r1.cumulative_metrics.estimated_cost_usd).toBeGreaterThan(0);
     expect(r1.events_summary.map((e) => e.action_name)).toEqual(["plan", "update"]);
     expect(Date.parse(r1.completed_at)).toBeGreaterThanOrEqual(Date.parse(r1.started_at));
-    expect(verifyHmac(r1, r1.signature, t.service.ctx.receiptHmacKey)).toBe(true);
+    expect(verifyHmac(r1, r1.signature, deriveKey(t.service.ctx.masterKey, "receipt-hmac"))).toBe(true);
 
     const b = await runChain("second");
     await t.call("POST", `/v1/chains/${b}/complete`, { token: org.clientKey });
@@ -98,7 +99,7 @@ describe("receipts", () => {
     const all = rows.map((r) => JSON.parse(r.body) as SignedReceipt);
     expect(rows.map((r) => Number(r.sequence))).toEqual(Array.from({ length: all.length }, (_, i) => i + 1));
     expect(all.length).toBeGreaterThanOrEqual(50);
-    const v = verifyReceiptChain(all, { hmacKey: t.service.ctx.receiptHmacKey });
+    const v = verifyReceiptChain(all, { hmacKey: deriveKey(t.service.ctx.masterKey, "receipt-hmac") });
     expect(v.problems).toEqual([]);
     expect(v.overall_status).toBe("valid");
   });

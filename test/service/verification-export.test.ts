@@ -1,30 +1,9 @@
-/**
- * Receipt export, published JWKS and the offline `tollgate verify` CLI against the real service
- * (served over real HTTP): an exported chain verifies (exit 0); a tampered export (body edited,
- * receipt removed, tail cut, anchor swapped, an event edited, a checkpoint beyond the range)
- * fails (exit 1). The CLI runs as a child process and fetches the keys from the running service.
- * Tampering with the database itself is test/service/event-evidence.test.ts.
- */
-import { execFile } from "node:child_process";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
-import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startTestService, type TestService } from "../support/service.js";
-import { completedReceipt, type Org, session } from "./verification-helpers.js";
-
-const bin = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../../bin/tollgate.mjs");
-
-/** Runs `tollgate` as a child process; never throws on a non-zero exit. */
-function tollgate(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-  return new Promise((resolve) => {
-    execFile(process.execPath, [bin, ...args], { timeout: 60_000 }, (err, stdout, stderr) => {
-      const code = err ? (typeof err.code === "number" ? err.code : -1) : 0;
-      resolve({ code, stdout, stderr });
-    });
-  });
-}
+import { completedReceipt, type Org, session, tollgate } from "./verification-helpers.js";
 
 describe("receipt export and offline verification", () => {
   let t: TestService;

@@ -2,6 +2,9 @@
  * Helpers shared by the verification, public token, export and withdraw suites: chains with receipts,
  * approvals, user sessions, direct SQL and metric values against the real test service.
  */
+import { execFile } from "node:child_process";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
 import { expect } from "vitest";
 import { createUserSession, type UserRole } from "../../src/service/auth.js";
 import type { TestService } from "../support/service.js";
@@ -99,4 +102,16 @@ export function assertNoProofMaterial(text: string): void {
   expect(text).not.toMatch(/sha256:[0-9a-f]{8}/);
   expect(text).not.toMatch(/previous_receipt_hash|events_summary|signed_payload|"body"/);
   expect(text).not.toMatch(/[A-Za-z0-9_-]{85}[AQgw]/); // an Ed25519 signature
+}
+
+const bin = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../../bin/tollgate.mjs");
+
+/** Runs the `tollgate` CLI as a child process; never throws on a non-zero exit. */
+export function tollgate(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+  return new Promise((resolve) => {
+    execFile(process.execPath, [bin, ...args], { timeout: 60_000 }, (err, stdout, stderr) => {
+      const code = err ? (typeof err.code === "number" ? err.code : -1) : 0;
+      resolve({ code, stdout, stderr });
+    });
+  });
 }

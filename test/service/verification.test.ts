@@ -263,7 +263,7 @@ describe("approval verification v2", () => {
     await decide(t, approver, first.approvalId, { decision: "approve" });
     const oldKid = (await t.call("GET", approvalPath(first.approvalId), { token: member })).json().signature
       .kid;
-    const newKid = await t.service.ctx.signingKeys.rotate("approval");
+    const newKid = (await t.service.ctx.signingKeys.rotate("approval")).key.kid;
     expect(newKid).not.toBe(oldKid);
     const second = await pendingApproval(t, org);
     await decide(t, approver, second.approvalId, { decision: "approve" });

@@ -139,9 +139,15 @@ export const StoredReceiptSchema = z.union([SignedReceiptSchema, PreEventChainSi
 export const PublicJwkSchema = z.looseObject({
   kid: z.string(),
   kty: z.string(),
-  /** active: signs now; retired: kept to verify what it signed. */
-  status: z.enum(["active", "retired"]),
+  /**
+   * active: signs now; retired: rotated out, kept to verify what it signed; revoked: what it
+   * signed at or after revoked_at is refused (ADR 0010).
+   */
+  status: z.enum(["active", "retired", "revoked"]),
+  /** Validity period, ISO 8601 UTC: created, rotated out (null: still active), revoked (null: never). */
   created_at: z.string(),
+  retired_at: z.string().nullable().optional(),
+  revoked_at: z.string().nullable().optional(),
 });
 
 /** GET /.well-known/tollgate/{receipt,approval}-keys.json. */

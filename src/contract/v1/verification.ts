@@ -37,10 +37,19 @@ export type SignatureStatus = z.infer<typeof SignatureStatusSchema>;
 
 /**
  * Key-trust status of the signing key: trusted (the current key of its purpose); not_evaluated
- * (a historical key retired by rotation: not evaluated until the key-registry work completes, as
- * the spec says); unknown (not in the service's key store); not_applicable (no signature).
+ * (a historical key retired by rotation, as the spec says for historical keys); revoked (the key
+ * was revoked and the artifact was signed at or after the revocation time: refused, the overall
+ * result is invalid); signed_before_revocation (the key was revoked later: the signature still
+ * verifies); unknown (not in the service's key store); not_applicable (no signature). ADR 0010.
  */
-export const KeyStatusSchema = z.enum(["trusted", "not_evaluated", "unknown", "not_applicable"]);
+export const KeyStatusSchema = z.enum([
+  "trusted",
+  "not_evaluated",
+  "revoked",
+  "signed_before_revocation",
+  "unknown",
+  "not_applicable",
+]);
 export type KeyStatus = z.infer<typeof KeyStatusSchema>;
 export const KeyStatus = KeyStatusSchema.enum;
 

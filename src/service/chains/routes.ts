@@ -31,6 +31,7 @@ import { ApiError } from "../errors.js";
 import type { Metrics } from "../metrics.js";
 import type { OrgConfigCache } from "../orgs/orgs.js";
 import { completeChain } from "../receipts/complete.js";
+import type { ReceiptHmacKeys } from "../receipts/hmac-keys.js";
 import type { SigningKeys } from "../receipts/signing-keys.js";
 import { getChainReceipt, getReceipt } from "../receipts/store.js";
 import { chainEvidence } from "../receipts/verification.js";
@@ -64,7 +65,7 @@ export interface ChainRouteDeps {
   /** Held approval-status requests (`wait`). */
   approvalWaiters: ApprovalWaiters;
   /** Signs receipts (derived from the master key). */
-  receiptHmacKey: Buffer;
+  receiptHmacKeys: ReceiptHmacKeys;
 }
 
 /** The chain routes (see the module comment). */
@@ -103,7 +104,7 @@ export const chainRoutes: FastifyPluginAsyncZod<ChainRouteDeps> = async (app, de
       const evidence = await chainEvidence(deps.db, {
         orgId,
         receiptId: chain.receipt_id,
-        hmacKey: deps.receiptHmacKey,
+        hmacKeys: deps.receiptHmacKeys,
         nowMs: deps.clock.nowMs(),
       });
       return { ...chainView(chain), events: await chainEvents(deps.db, chain.id), evidence };
@@ -228,7 +229,7 @@ export const chainRoutes: FastifyPluginAsyncZod<ChainRouteDeps> = async (app, de
             chainId: req.params.chain_id,
             body: req.body,
             clock: deps.clock,
-            hmacKey: deps.receiptHmacKey,
+            hmacKeys: deps.receiptHmacKeys,
             keys: deps.signingKeys,
             configs: deps.configs,
             approvalWaiters: deps.approvalWaiters,

@@ -24,7 +24,7 @@ export type DashboardParts = Pick<
   | "signingKeys"
   | "apiKeys"
   | "approvalWaiters"
-  | "receiptHmacKey"
+  | "receiptHmacKeys"
   | "linkKey"
   | "masterKey"
   | "adminToken"

@@ -56,6 +56,30 @@ const OrgParams = z.object({ slug: SlugSchema });
 const NamedParams = z.object({ slug: SlugSchema, name: NameSchema });
 const Toggle = z.object({ active: z.boolean(), reason: z.string().max(1000).nullable().optional() }).strict();
 
+/**
+ * Admin of an organization: the service admin token acts on any; an organization admin (admin
+ * API key or session) only on its own, and another organization looks absent.
+ * @throws ApiError 401 without a principal, 403 without the admin role, 404 another organization
+ */
+export async function authorizeOrgAdmin(db: Database, p: Principal | null, slug: string): Promise<void> {
+  if (!p) throw unauthorized();
+  if (p.kind === "service_admin") return;
+  const isAdmin =
+    (p.kind === "api_key" && p.role === "admin") || (p.kind === "user" && p.roles.includes("admin"));
+  if (!isAdmin) throw forbidden("The admin role is required");
+  const org = await orgBySlug(db, slug).catch(() => null);
+  if (!org || org.id !== p.orgId) throw notFound("Organization");
+}
+
+/**
+ * The service admin token only (service-wide operations).
+ * @throws ApiError 401 without a principal, 403 for any other principal
+ */
+export function requireServiceAdmin(p: Principal | null): void {
+  if (!p) throw unauthorized();
+  if (p.kind !== "service_admin") throw forbidden("The service admin token is required");
+}
+
 /** What the admin routes use. */
 export interface AdminRouteDeps {
   db: Database;
@@ -68,20 +92,7 @@ export interface AdminRouteDeps {
 export const adminRoutes: FastifyPluginAsyncZod<AdminRouteDeps> = async (app, deps) => {
   const now = () => deps.clock.nowMs();
 
-  /** Service admin: any organization. Org admin: only its own; others look absent. */
-  async function authorizeOrg(p: Principal | null, slug: string): Promise<void> {
-    if (!p) throw unauthorized();
-    if (p.kind === "service_admin") return;
-    const isAdmin =
-      (p.kind === "api_key" && p.role === "admin") || (p.kind === "user" && p.roles.includes("admin"));
-    if (!isAdmin) throw forbidden("The admin role is required");
-    const org = await orgBySlug(deps.db, slug).catch(() => null);
-    if (!org || org.id !== p.orgId) throw notFound("Organization");
-  }
-  const serviceAdminOnly = (p: Principal | null) => {
-    if (!p) throw unauthorized();
-    if (p.kind !== "service_admin") throw forbidden("The service admin token is required");
-  };
+  const authorizeOrg = (p: Principal | null, slug: string) => authorizeOrgAdmin(deps.db, p, slug);
 
   app.put(
     "/v1/admin/organizations/:slug",
@@ -118,7 +129,7 @@ export const adminRoutes: FastifyPluginAsyncZod<AdminRouteDeps> = async (app, de
     "/v1/admin/organizations/:slug",
     { schema: { params: OrgParams, response: { 200: DeletedSchema } } },
     async (req) => {
-      serviceAdminOnly(req.principal);
+      requireServiceAdmin(req.principal);
       return deleteOrganization(deps.db, req.params.slug);
     },
   );

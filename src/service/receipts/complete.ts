@@ -33,6 +33,7 @@ import { conflict } from "../errors.js";
 import type { OrgConfigCache } from "../orgs/orgs.js";
 import { orgById } from "../orgs/orgs.js";
 import { loadEventRecords, loadReceiptApprovals } from "./evidence.js";
+import type { ReceiptHmacKeys } from "./hmac-keys.js";
 import type { SigningKeys } from "./signing-keys.js";
 import { appendReceipt, lockReceiptLog } from "./store.js";
 
@@ -59,7 +60,8 @@ export async function completeChain(
     chainId: string;
     body: CompleteChain;
     clock: Clock;
-    hmacKey: Buffer;
+    /** The organization's receipt HMAC keys: the active one signs. */
+    hmacKeys: ReceiptHmacKeys;
     keys: SigningKeys;
     configs: OrgConfigCache;
     /** Held approval-status requests, woken when a pending approval is cancelled. */
@@ -119,8 +121,9 @@ export async function completeChain(
       policy_version: policyVersion,
       previous_receipt_hash: log.lastHash,
     };
+    const hmac = await opts.hmacKeys.active(q, opts.orgId);
     const signed = signReceipt(body, {
-      hmacKey: opts.hmacKey,
+      hmacKey: hmac.key,
       ed25519: { kid: signingKey.kid, privateKey: signingKey.privateKey },
     });
     const hash = receiptHash(signed);
@@ -132,6 +135,7 @@ export async function completeChain(
       receipt_number: body.receipt_number,
       body: canonicalJson(signed),
       receipt_hash: hash,
+      hmacKid: hmac.kid,
       createdAt: new Date(nowMs),
     });
     await sealChain(q, chain.id, { status, failure, completedAt: new Date(nowMs), receiptId });

@@ -24,6 +24,7 @@ import type { Clock } from "../clock.js";
 import type { Database } from "../db/pool.js";
 import { ApiError } from "../errors.js";
 import type { Metrics } from "../metrics.js";
+import type { ReceiptHmacKeys } from "./hmac-keys.js";
 import { legacyHooks } from "./legacy.js";
 import { resolveToken } from "./public-tokens.js";
 import { minimizeVerification, verifyStoredApproval, verifyStoredReceipt } from "./verification.js";
@@ -61,8 +62,8 @@ export interface PublicVerificationDeps extends PublicVerificationOptions {
   db: Database;
   clock: Clock;
   metrics: Metrics;
-  /** Verifies receipt HMACs (derived from the master key). */
-  receiptHmacKey: Buffer;
+  /** Verifies receipt HMACs (each organization's keys). */
+  receiptHmacKeys: ReceiptHmacKeys;
 }
 
 /** The public verification routes (token holders, no account). */
@@ -109,7 +110,7 @@ export const publicVerificationRoutes: FastifyPluginAsyncZod<PublicVerificationD
             ? await verifyStoredReceipt(opts.db, {
                 orgId: grant.orgId,
                 receiptId: grant.artifactId,
-                hmacKey: opts.receiptHmacKey,
+                hmacKeys: opts.receiptHmacKeys,
                 nowMs,
               })
             : await verifyStoredApproval(opts.db, {

@@ -42,6 +42,7 @@ import { forbidden, unauthorized } from "../errors.js";
 import type { Metrics } from "../metrics.js";
 import { latestCheckpoint } from "./checkpoints.js";
 import { ExportQuerySchema, exportReceipts } from "./export.js";
+import type { ReceiptHmacKeys } from "./hmac-keys.js";
 import { legacyHooks } from "./legacy.js";
 import { type PublicVerificationOptions, publicVerificationRoutes } from "./public-routes.js";
 import { issueToken, listTokens, revokeToken } from "./public-tokens.js";
@@ -60,7 +61,7 @@ export interface VerificationRoutesOptions {
   metrics: Metrics;
   signingKeys: SigningKeys;
   /** Verifies receipt HMACs (derived from the master key). */
-  receiptHmacKey: Buffer;
+  receiptHmacKeys: ReceiptHmacKeys;
   /** Base of the public verification URLs of issued tokens. */
   publicUrl: string;
   /** Rate limit of the public routes (default 60 requests per minute per client address). */
@@ -86,7 +87,7 @@ export const verificationRoutes: FastifyPluginAsyncZod<VerificationRoutesOptions
       const v = await verifyStoredReceipt(opts.db, {
         orgId,
         receiptId: req.params.receipt_id,
-        hmacKey: opts.receiptHmacKey,
+        hmacKeys: opts.receiptHmacKeys,
         nowMs: now(),
       });
       opts.metrics.verifications.inc({
@@ -218,7 +219,7 @@ export const verificationRoutes: FastifyPluginAsyncZod<VerificationRoutesOptions
       const v = await verifyStoredReceipt(opts.db, {
         orgId,
         receiptId: req.params.receipt_id,
-        hmacKey: opts.receiptHmacKey,
+        hmacKeys: opts.receiptHmacKeys,
         nowMs: now(),
       });
       opts.metrics.verifications.inc({
@@ -235,6 +236,6 @@ export const verificationRoutes: FastifyPluginAsyncZod<VerificationRoutesOptions
     db: opts.db,
     clock: opts.clock,
     metrics: opts.metrics,
-    receiptHmacKey: opts.receiptHmacKey,
+    receiptHmacKeys: opts.receiptHmacKeys,
   });
 };

@@ -17,6 +17,10 @@ export interface ReceiptRow {
   receipt_number: string;
   body: string;
   receipt_hash: string;
+  /** The HMAC key its `signature` was made with; null: the key derived from the master key. */
+  hmac_kid: string | null;
+  /** When it was issued: the time its signatures were made. */
+  created_at: Date;
 }
 
 /** A stored receipt row with its parsed body. */
@@ -24,7 +28,8 @@ export interface StoredReceipt extends ReceiptRow {
   receipt: SignedReceipt;
 }
 
-const ROW_COLUMNS = "id, org_id, chain_id, sequence, receipt_number, body, receipt_hash";
+const ROW_COLUMNS =
+  "id, org_id, chain_id, sequence, receipt_number, body, receipt_hash, hmac_kid, created_at";
 
 /** The head of an organization's receipt log: the last sequence and receipt hash (0 and null when empty). */
 export interface ReceiptLogHead {
@@ -45,11 +50,24 @@ export async function lockReceiptLog(q: Queryable, orgId: string): Promise<Recei
 }
 
 /** Appends a receipt to the organization's log (the caller holds lockReceiptLog) and moves the head. */
-export async function appendReceipt(q: Queryable, r: ReceiptRow & { createdAt: Date }): Promise<void> {
+export async function appendReceipt(
+  q: Queryable,
+  r: Omit<ReceiptRow, "hmac_kid" | "created_at"> & { hmacKid: string; createdAt: Date },
+): Promise<void> {
   await q.query(
-    `INSERT INTO receipts (id, org_id, chain_id, sequence, receipt_number, body, receipt_hash, created_at)
-     VALUES ($1,$2,$3,$4,$5,$6,$7,$8)`,
-    [r.id, r.org_id, r.chain_id, r.sequence, r.receipt_number, r.body, r.receipt_hash, r.createdAt],
+    `INSERT INTO receipts (id, org_id, chain_id, sequence, receipt_number, body, receipt_hash, hmac_kid, created_at)
+     VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9)`,
+    [
+      r.id,
+      r.org_id,
+      r.chain_id,
+      r.sequence,
+      r.receipt_number,
+      r.body,
+      r.receipt_hash,
+      r.hmacKid,
+      r.createdAt,
+    ],
   );
   await q.query("UPDATE organizations SET receipt_seq = $2, last_receipt_hash = $3 WHERE id = $1", [
     r.org_id,

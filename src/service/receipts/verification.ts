@@ -53,6 +53,7 @@ import {
   type ReceiptEvidenceCheck,
   verifyReceiptEvidence,
 } from "../../receipts/evidence.js";
+import { revocationOf, revokedProblem } from "../../receipts/key-validity.js";
 import { parseReceiptNumber } from "../../receipts/number.js";
 import type { AnySignedReceipt, IntegrityStatus, LinkStatus, ReceiptFormat } from "../../receipts/schema.js";
 import { receiptPrincipals } from "../../receipts/schema.js";
@@ -63,18 +64,29 @@ import type { Queryable } from "../db/pool.js";
 import { ApiError, notFound } from "../errors.js";
 import { orgSlug } from "../orgs/orgs.js";
 import { findApprovalRow, loadApprovalRecords, loadEventRecords } from "./evidence.js";
+import { MASTER_HMAC_KID, type ReceiptHmacKeys } from "./hmac-keys.js";
 import { loadPublicKeys, type StoredKey } from "./signing-keys.js";
 import { findReceiptRow, newestReceipt, predecessorOf, receiptAt } from "./store.js";
 
 /**
- * Key-trust rule (spec: "historical approval signing keys report not_evaluated until the
- * key-registry work completes"): a key is historical once a rotation retired it. The active key
- * of the purpose is trusted; a retired key is not_evaluated; a kid the service never created for
- * that purpose is unknown. The same rule applies to receipt keys.
+ * Key-trust rule (spec: "historical approval signing keys report not_evaluated"; ADR 0010): the
+ * active key of the purpose is trusted; a key retired by rotation is not_evaluated; a revoked
+ * key is revoked for what it signed at or after its revocation time (refused) and
+ * signed_before_revocation for what it signed earlier; a kid the service never created for that
+ * purpose is unknown. `signedAt`: when the artifact was signed (src/receipts/key-validity.ts).
  */
-export function keyStatusOf(key: StoredKey | undefined): KeyStatus {
+export function keyStatusOf(key: StoredKey | undefined, signedAt: unknown): KeyStatus {
   if (!key) return KeyStatus.unknown;
-  return key.retired ? KeyStatus.not_evaluated : KeyStatus.trusted;
+  const revocation = revocationOf(key.revokedAtMs, signedAt);
+  if (revocation !== "not_revoked") return revocation;
+  return key.retiredAtMs !== null ? KeyStatus.not_evaluated : KeyStatus.trusted;
+}
+
+/** The problem of a signature refused by {@link keyStatusOf}, or null. */
+function refusedProblem(what: string, kid: string, key: StoredKey | undefined, signedAt: unknown) {
+  return key && keyStatusOf(key, signedAt) === KeyStatus.revoked
+    ? revokedProblem(what, kid, key.revokedAtMs!)
+    : null;
 }
 
 const anchors = () => ({
@@ -100,7 +112,7 @@ function parseBody(text: string): AnySignedReceipt | null {
  */
 export async function verifyStoredReceipt(
   q: Queryable,
-  opts: { orgId: string; receiptId: string; hmacKey: Buffer; nowMs: number },
+  opts: { orgId: string; receiptId: string; hmacKeys: ReceiptHmacKeys; nowMs: number },
 ): Promise<ReceiptVerification> {
   const row = await findReceiptRow(q, opts.orgId, opts.receiptId);
   if (!row) throw notFound("Receipt");
@@ -142,12 +154,21 @@ export async function verifyStoredReceipt(
     predecessorUnreadable = predecessor === null;
   }
   const publicKeys = new Map([...keys].map(([kid, k]) => [kid, k.publicKey]));
+  // The HMAC key the row names (null: the derived key every receipt had before rotation).
+  const hmacKid = row.hmac_kid ?? MASTER_HMAC_KID;
+  const hmacKey = (await opts.hmacKeys.all(q, opts.orgId)).get(hmacKid);
   const check = verifyReceipt(receipt, predecessor, {
-    hmacKey: opts.hmacKey,
+    hmacKey: hmacKey?.key,
     publicKeys,
     requireEd25519: true,
   });
   problems.push(...check.problems);
+  let hmacRefused = hmacKey === undefined;
+  if (!hmacKey) problems.push(`${name} names a receipt HMAC key the service has no record of`);
+  else if (revocationOf(hmacKey.revokedAtMs, row.created_at) === "revoked") {
+    hmacRefused = true;
+    problems.push(revokedProblem(`the HMAC of ${name}`, hmacKid, hmacKey.revokedAtMs!));
+  }
 
   // The row must agree with its body: a swapped or moved body is not this receipt.
   const mismatched: string[] = [];
@@ -174,20 +195,27 @@ export async function verifyStoredReceipt(
     );
   }
   const integrityValid =
-    check.integrity.status === "valid" && check.well_formed && mismatched.length === 0 && storedHashMatches;
+    check.integrity.status === "valid" &&
+    !hmacRefused &&
+    check.well_formed &&
+    mismatched.length === 0 &&
+    storedHashMatches;
   const ed = check.ed25519;
   const signature: SignatureView = {
     status: ed.status === "not_evaluated" ? "unknown_key" : ed.status,
     algorithm: "Ed25519",
     kid: ed.kid,
-    key_status: ed.kid === null ? KeyStatus.not_applicable : keyStatusOf(keys.get(ed.kid)),
+    key_status: ed.kid === null ? KeyStatus.not_applicable : keyStatusOf(keys.get(ed.kid), row.created_at),
   };
+  const refused = ed.kid && refusedProblem(name, ed.kid, keys.get(ed.kid), row.created_at);
+  if (refused) problems.push(refused);
   const evidence = await checkEvidence(q, row.chain_id, receipt, name);
   problems.push(...evidence.events.problems, ...evidence.approvals.problems);
   const valid =
     integrityValid &&
     (chainStatus === "valid" || chainStatus === "genesis") &&
     signature.status === "valid" &&
+    signature.key_status !== KeyStatus.revoked &&
     evidencePasses(evidence);
   return {
     ...base,
@@ -221,7 +249,10 @@ async function checkEvidence(
   const approvals = (await loadApprovalRecords(q, [chainId])).get(chainId) ?? [];
   const keys = await loadPublicKeys(q, "approval");
   const approvalKeys = new Map([...keys].map(([kid, k]) => [kid, k.publicKey]));
-  return verifyReceiptEvidence(receipt, { events, approvals }, approvalKeys, name);
+  const revocations = new Map(
+    [...keys].flatMap(([kid, k]) => (k.revokedAtMs === null ? [] : [[kid, k.revokedAtMs] as const])),
+  );
+  return verifyReceiptEvidence(receipt, { events, approvals }, approvalKeys, name, revocations);
 }
 
 function eventsView(check: EventsEvidence): EventsView {
@@ -262,7 +293,7 @@ export type ChainEvidence = {
 /** The evidence view of a chain whose receipt is `receiptId` (null: not completed); see ChainEvidence. */
 export async function chainEvidence(
   q: Queryable,
-  opts: { orgId: string; receiptId: string | null; hmacKey: Buffer; nowMs: number },
+  opts: { orgId: string; receiptId: string | null; hmacKeys: ReceiptHmacKeys; nowMs: number },
 ): Promise<ChainEvidence> {
   if (opts.receiptId === null) {
     return {
@@ -279,7 +310,7 @@ export async function chainEvidence(
     const v = await verifyStoredReceipt(q, {
       orgId: opts.orgId,
       receiptId: opts.receiptId,
-      hmacKey: opts.hmacKey,
+      hmacKeys: opts.hmacKeys,
       nowMs: opts.nowMs,
     });
     return evidenceOf(v);
@@ -347,17 +378,23 @@ export async function verifyCheckpoint(
     problems.push("the checkpoint's Ed25519 signature does not match its contents");
   if (signature === "unknown_key")
     problems.push("the checkpoint is signed with a key the service has no record of");
+  const keyStatus = keyStatusOf(keys.get(cp.kid), cp.issued_at);
+  const refused = refusedProblem("the checkpoint", cp.kid, keys.get(cp.kid), cp.issued_at);
+  if (refused) problems.push(refused);
   return {
     artifact_type: "checkpoint",
     organization: cp.organization,
     sequence: cp.sequence,
     receipt_number: cp.receipt_number,
-    overall_status: signature === "valid" && log.status === "extended" ? "valid" : "invalid",
+    overall_status:
+      signature === "valid" && keyStatus !== KeyStatus.revoked && log.status === "extended"
+        ? "valid"
+        : "invalid",
     signature: {
       status: signature,
       algorithm: "Ed25519",
       kid: cp.kid,
-      key_status: keyStatusOf(keys.get(cp.kid)),
+      key_status: keyStatus,
     },
     log: { status: log.status, latest_sequence: latestSequence },
     problems,
@@ -433,11 +470,16 @@ async function checkApproval(
     if (status === "invalid")
       problems.push("the approval's Ed25519 signature does not match its recorded facts");
   }
+  const signedAt = row.decided_at ?? row.requested_at;
+  const keyStatus = keyStatusOf(key, signedAt);
+  const refused = refusedProblem("the approval", row.signing_kid, key, signedAt);
+  if (refused) problems.push(refused);
   return {
     ...base,
-    overall_status: integrity === "valid" && status === "valid" ? "valid" : "invalid",
+    overall_status:
+      integrity === "valid" && status === "valid" && keyStatus !== KeyStatus.revoked ? "valid" : "invalid",
     integrity: { status: integrity },
-    signature: { status, algorithm: "Ed25519", kid: row.signing_kid, key_status: keyStatusOf(key) },
+    signature: { status, algorithm: "Ed25519", kid: row.signing_kid, key_status: keyStatus },
     problems,
   };
 }

@@ -73,7 +73,7 @@ async function receiptSection(
     const verification = await verifyStoredReceipt(ctx.db, {
       orgId,
       receiptId: stored.id,
-      hmacKey: ctx.receiptHmacKey,
+      hmacKeys: ctx.receiptHmacKeys,
       nowMs: ctx.clock.nowMs(),
     });
     return { kind: "verified", ...base, verification };
