@@ -12,7 +12,7 @@ import https from "node:https";
 import { urlToHttpOptions } from "node:url";
 import { traceCarrier } from "../../src/telemetry/tracing.js";
 import type { HttpUpstreamConfig } from "../config.js";
-import type { JsonObject } from "../struct.js";
+import type { JsonObject } from "../wire/struct.js";
 import type { CredentialSource } from "./credentials.js";
 import { type CallContext, type Upstream, UpstreamError, type UpstreamResult } from "./types.js";
 

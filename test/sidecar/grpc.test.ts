@@ -7,7 +7,7 @@ import type { ClientUnaryCall } from "@grpc/grpc-js";
 import { status } from "@grpc/grpc-js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Decision__Output } from "../../sidecar/generated/tollgate/v1/Decision.js";
-import { structToJson } from "../../sidecar/struct.js";
+import { structToJson } from "../../sidecar/wire/struct.js";
 import type { SignedReceipt } from "../../src/receipts/schema.js";
 import { expectFailure, type Stack, startStack } from "./harness.js";
 

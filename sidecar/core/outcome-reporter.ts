@@ -15,10 +15,10 @@ import {
   MAX_OUTCOMES_PER_BATCH,
   type OutcomeReportResult,
   type ServiceClient,
-} from "../src/sdk/index.js";
-import { detached } from "../src/telemetry/tracing.js";
-import type { Logger } from "./logger.js";
-import type { Metrics } from "./metrics.js";
+} from "../../src/sdk/index.js";
+import { detached } from "../../src/telemetry/tracing.js";
+import type { Logger } from "../logger.js";
+import type { Metrics } from "../metrics.js";
 
 /** How long an outcome waits for others to share its request, in ms. */
 export const DEFAULT_LINGER_MS = 10;

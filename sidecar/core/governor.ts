@@ -31,21 +31,21 @@ import {
   type Receipt,
   ServiceClient,
   waitForApproval,
-} from "../src/sdk/index.js";
+} from "../../src/sdk/index.js";
+import type { Logger } from "../logger.js";
+import type { Metrics } from "../metrics.js";
+import { forwardSpan, markToolError } from "../tracing.js";
+import { type Upstream, UpstreamError, type UpstreamResult } from "../upstreams/index.js";
+import { ErrorCode, GatewayError, invalidArgument, toGatewayError } from "../wire/errors.js";
+import type { JsonObject } from "../wire/struct.js";
+import type { InvokeInput } from "../wire/validate.js";
 import {
   ApprovalWait,
   approvalPendingError,
   untilSettledOrAborted,
   type WaitUpdate,
 } from "./approval-wait.js";
-import { ErrorCode, GatewayError, invalidArgument, toGatewayError } from "./errors.js";
-import type { Logger } from "./logger.js";
-import type { Metrics } from "./metrics.js";
 import { OutcomeReporter } from "./outcome-reporter.js";
-import type { JsonObject } from "./struct.js";
-import { forwardSpan, markToolError } from "./tracing.js";
-import { type Upstream, UpstreamError, type UpstreamResult } from "./upstreams/index.js";
-import type { InvokeInput } from "./validate.js";
 
 /** Which surface an invocation came through (metrics label). */
 export type Surface = "grpc" | "mcp";

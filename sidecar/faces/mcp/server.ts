@@ -51,20 +51,20 @@ import {
   type ServerRequest,
 } from "@modelcontextprotocol/sdk/types.js";
 import { z } from "zod";
-import type { WaitUpdate } from "./approval-wait.js";
-import { ErrorCode, GatewayError } from "./errors.js";
-import type { Governor } from "./governor.js";
-import { toProtoDecision } from "./grpc.js";
-import type { Logger } from "./logger.js";
-import { originAllowed } from "./mcp-origin.js";
-import { GovernedTaskStore, isTerminalTaskError } from "./mcp-tasks.js";
-import { ToolCatalog } from "./mcp-tools.js";
-import type { Metrics } from "./metrics.js";
-import type { JsonObject } from "./struct.js";
-import { executeToolSpan, mcpServerSpan } from "./tracing.js";
-import type { McpUpstream } from "./upstreams/mcp.js";
-import type { InvokeInput } from "./validate.js";
-import { checkPayloadSize } from "./validate.js";
+import type { WaitUpdate } from "../../core/approval-wait.js";
+import type { Governor } from "../../core/governor.js";
+import type { Logger } from "../../logger.js";
+import type { Metrics } from "../../metrics.js";
+import { executeToolSpan, mcpServerSpan } from "../../tracing.js";
+import type { McpUpstream } from "../../upstreams/mcp.js";
+import { toProtoDecision } from "../../wire/decision.js";
+import { ErrorCode, GatewayError } from "../../wire/errors.js";
+import type { JsonObject } from "../../wire/struct.js";
+import type { InvokeInput } from "../../wire/validate.js";
+import { checkPayloadSize } from "../../wire/validate.js";
+import { originAllowed } from "./origin.js";
+import { GovernedTaskStore, isTerminalTaskError } from "./tasks.js";
+import { ToolCatalog } from "./tools.js";
 
 /** The first value of an HTTP header as Node gives it (absent, one value or several). */
 const headerValue = (v: string | string[] | undefined): string | undefined => (Array.isArray(v) ? v[0] : v);
