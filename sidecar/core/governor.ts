@@ -1,66 +1,43 @@
 /**
- * The core of the sidecar, shared by the gRPC server and the MCP face: chains opened through
- * this sidecar, and one governed invocation = record the action through the SDK (the service
- * decides; on require_approval the SDK blocks, polling every 5 s) → forward an allowed call to
- * the upstream → report the outcome to the service in the background.
+ * The core of the sidecar, shared by the gRPC and MCP faces: one governed invocation = record
+ * the action through the SDK (the service decides), in the chain's decision queue → on
+ * require_approval, wait for the human (approvals.ts) → forward an allowed call to the upstream
+ * (forwarder.ts) → report the outcome to the service in the background (outcome-reporter.ts).
  *
- * Ordering: the decision phases of one chain run one at a time, in arrival order (the service
- * refuses a new action while an earlier one awaits approval); forwarding runs concurrently.
- *
- * Approval waits (approval-wait.ts) outlive their callers: a call that needs approval becomes the
- * chain's ApprovalWait, polled with its own signal; a retry with the same re-attach key (an
- * idempotency key, else the call's fingerprint) joins it, any other call of the chain gets
- * APPROVAL_PENDING naming the approval and its review URL. An outcome nobody has received yet
- * is kept for `reattachWindowMs` after the approval was resolved; an approval granted while no
- * caller waits forwards nothing until a retry attaches.
- * Outcome reports never delay the caller and go to the service in batches (outcome-reporter.ts);
- * completing a chain first waits for its reports, so the receipt shows every outcome the
- * service accepted.
+ * The parts, one job each: the chain registry (chains.ts), the per-chain decision queue
+ * (decision-queue.ts), the approval waits (approvals.ts, approval-wait.ts), the forwarder, the
+ * outcome reports, and the calls in flight for the drain (drain.ts). Completing a chain first
+ * waits for its outcome reports, so the receipt shows every outcome the service accepted.
  */
-import { hash } from "node:crypto";
 import { performance } from "node:perf_hooks";
-import canonicalize from "canonicalize";
 import {
   BackendUnavailableError,
   Chain,
   type ChainConfig,
   type CompleteResult,
-  decisionFromWire,
-  type EventOutcome,
   type PolicyDecision,
   type Receipt,
+  recordedDecision,
   ServiceClient,
-  waitForApproval,
 } from "../../src/sdk/index.js";
 import type { Logger } from "../logger.js";
 import type { Metrics } from "../metrics.js";
-import { forwardSpan, markToolError } from "../tracing.js";
-import { type Upstream, UpstreamError, type UpstreamResult } from "../upstreams/index.js";
-import { ErrorCode, GatewayError, invalidArgument, toGatewayError } from "../wire/errors.js";
+import type { Upstream } from "../upstreams/index.js";
+import { ErrorCode, GatewayError, toGatewayError } from "../wire/errors.js";
 import type { JsonObject } from "../wire/struct.js";
 import type { InvokeInput } from "../wire/validate.js";
-import {
-  ApprovalWait,
-  approvalPendingError,
-  untilSettledOrAborted,
-  type WaitUpdate,
-} from "./approval-wait.js";
+import { ApprovalWait, type WaitUpdate } from "./approval-wait.js";
+import { type ApprovalWaitOptions, ApprovalWaits } from "./approvals.js";
+import { type ChainEntry, ChainRegistry } from "./chains.js";
+import { InflightCalls } from "./drain.js";
+import { reattachKey } from "./fingerprint.js";
+import { Forwarder, type InvokeResult } from "./forwarder.js";
 import { OutcomeReporter } from "./outcome-reporter.js";
+
+export type { ApprovalWaitOptions, InvokeResult };
 
 /** Which surface an invocation came through (metrics label). */
 export type Surface = "grpc" | "mcp";
-
-/** A governed invocation that was allowed. */
-export interface InvokeResult {
-  decision: PolicyDecision;
-  chainId: string;
-  /** False when no upstream was named. */
-  forwarded: boolean;
-  /** The upstream's answer; null when not forwarded. */
-  result: UpstreamResult | null;
-  /** Wall time of the upstream call in ms; 0 when not forwarded. */
-  upstreamDurationMs: number;
-}
 
 /** Options of one invocation. */
 export interface InvokeOptions {
@@ -73,44 +50,17 @@ export interface InvokeOptions {
   onWait?: (update: WaitUpdate) => void;
 }
 
-/** Where the sidecar's wait URLs point and how long an unclaimed outcome is kept. */
-export interface ApprovalWaitOptions {
-  /** The dashboard page of an approval (absolute URL). */
-  reviewUrl: (approvalId: string) => string;
-  /** ms an outcome nobody received yet is kept for a retry after the approval was resolved. */
-  reattachWindowMs: number;
-}
-
-interface ChainEntry {
-  chain: Chain;
-  /** The call of this chain that waits for approval, or whose outcome nobody received yet. */
-  wait: ApprovalWait | null;
-  /** Settles when the last queued decision phase has finished. */
-  tail: Promise<void>;
-  /** Decision phases queued or running. */
-  deciding: number;
-  /** Outcome reports in flight. */
-  outcomes: Set<Promise<void>>;
-}
-
-/** Completed chains remembered so that late calls get CHAIN_COMPLETED rather than NOT_FOUND. */
-const COMPLETED_MEMORY = 10_000;
-
 /** See the module comment. */
 export class Governor {
   readonly #config: ChainConfig;
   readonly #client: ServiceClient;
-  readonly #upstreams: ReadonlyMap<string, Upstream>;
   readonly #metrics: Metrics;
   readonly #log: Logger;
+  readonly #chains = new ChainRegistry();
+  readonly #inflight = new InflightCalls();
   readonly #outcomes: OutcomeReporter;
-  readonly #chains = new Map<string, ChainEntry>();
-  readonly #completed = new Set<string>();
-  /** Controllers of in-flight calls; aborted when a drain runs out of time. */
-  readonly #inflight = new Set<AbortController>();
-  /** Approval waits alive (pending, or holding an outcome nobody received yet). */
-  readonly #waits = new Set<ApprovalWait>();
-  readonly #approvals: ApprovalWaitOptions;
+  readonly #forwarder: Forwarder;
+  readonly #waits: ApprovalWaits;
 
   constructor(opts: {
     sdkConfig: ChainConfig;
@@ -119,19 +69,26 @@ export class Governor {
     log: Logger;
     approvals?: Partial<ApprovalWaitOptions>;
   }) {
-    this.#approvals = {
-      reviewUrl:
-        opts.approvals?.reviewUrl ?? ((id) => `${opts.sdkConfig.backendUrl}/dashboard/approvals#${id}`),
-      reattachWindowMs: opts.approvals?.reattachWindowMs ?? 600_000,
-    };
-    opts.metrics.sources.openChains = () => this.#chains.size;
-    opts.metrics.sources.approvalWaits = () => [...this.#waits].filter((w) => w.pending).length;
     this.#config = opts.sdkConfig;
     this.#client = ServiceClient.fromConfig(opts.sdkConfig);
-    this.#upstreams = opts.upstreams;
     this.#metrics = opts.metrics;
     this.#log = opts.log;
     this.#outcomes = new OutcomeReporter(this.#client, opts.metrics, opts.log);
+    this.#forwarder = new Forwarder(opts.upstreams, this.#outcomes, opts.metrics, opts.log);
+    this.#waits = new ApprovalWaits({
+      client: this.#client,
+      config: opts.sdkConfig,
+      options: {
+        reviewUrl:
+          opts.approvals?.reviewUrl ?? ((id) => `${opts.sdkConfig.backendUrl}/dashboard/approvals#${id}`),
+        reattachWindowMs: opts.approvals?.reattachWindowMs ?? 600_000,
+      },
+      outcomes: this.#outcomes,
+      metrics: opts.metrics,
+      log: opts.log,
+    });
+    opts.metrics.sources.openChains = () => this.#chains.size;
+    opts.metrics.sources.approvalWaits = () => this.#waits.pending;
   }
 
   /** Calls in flight (gRPC Invoke and MCP tools/call). */
@@ -139,14 +96,14 @@ export class Governor {
     return this.#inflight.size;
   }
 
-  /** Counts an invocation refused for bad input before it reached the service. */
-  countInvalid(surface: Surface): void {
-    this.#metrics.invocations.inc({ decision: "invalid_argument", surface });
-  }
-
   /** Chains opened here and not yet completed. */
   get openChains(): number {
     return this.#chains.size;
+  }
+
+  /** Counts an invocation refused for bad input before it reached the service. */
+  countInvalid(surface: Surface): void {
+    this.#metrics.invocations.inc({ decision: "invalid_argument", surface });
   }
 
   /**
@@ -155,22 +112,14 @@ export class Governor {
    *   exist without it; INVALID_ARGUMENT; INTERNAL).
    */
   async openChain(name: string, metadata: JsonObject, controller: AbortController): Promise<string> {
-    return this.#track(controller, async () => {
+    return this.#inflight.track(controller, async () => {
       const chain = new Chain(name, { metadata, config: this.#config });
       try {
         await chain.enter({ signal: controller.signal });
       } catch (err) {
         throw this.#fail(err, "OpenChain");
       }
-      const chainId = chain.chainId!;
-      this.#chains.set(chainId, {
-        chain,
-        wait: null,
-        tail: Promise.resolve(),
-        deciding: 0,
-        outcomes: new Set(),
-      });
-      return chainId;
+      return this.#chains.add(chain).chainId;
     });
   }
 
@@ -179,8 +128,8 @@ export class Governor {
    * with a GatewayError reason (DEADLINE_EXCEEDED, CANCELLED) to stop waiting; nothing is
    * forwarded once it is aborted. While the call waits for approval, aborting only detaches
    * the caller (the approval stays pending for a retry with the same key).
-   * @throws GatewayError for every way the call can fail (errors.ts); APPROVAL_PENDING (with
-   *   the approval id and review URL) when another call of the chain waits for approval;
+   * @throws GatewayError for every way the call can fail (wire/errors.ts); APPROVAL_PENDING
+   *   (with the approval id and review URL) when another call of the chain waits for approval;
    *   INVALID_ARGUMENT when the idempotency key was used for a different call.
    */
   async invoke(
@@ -189,7 +138,7 @@ export class Governor {
     surface: Surface,
     options: InvokeOptions = {},
   ): Promise<InvokeResult> {
-    return this.#track(controller, async () => {
+    return this.#inflight.track(controller, async () => {
       try {
         const result = await this.#invoke(input, controller.signal, options);
         this.#metrics.invocations.inc({ decision: result.decision.policy_decision, surface });
@@ -214,13 +163,8 @@ export class Governor {
     idempotencyKey: string | null,
     reason: string,
   ): string | null {
-    const entry = this.#chains.get(chainId);
-    const w = entry?.wait;
-    if (!entry || !w || w.key !== reattachKey(input, idempotencyKey)) return null;
-    const withdrawn = w.withdraw(new GatewayError(ErrorCode.CANCELLED, reason));
-    if (!withdrawn) return null;
-    this.#release(entry, w);
-    return w.approvalId;
+    const entry = this.#chains.find(chainId);
+    return entry ? this.#waits.withdraw(entry, reattachKey(input, idempotencyKey), reason) : null;
   }
 
   /**
@@ -241,152 +185,17 @@ export class Governor {
 
   /** True while a call of `chainId` waits for a human. */
   waitsForApproval(chainId: string): boolean {
-    return this.#chains.get(chainId)?.wait?.pending ?? false;
+    return this.#chains.find(chainId)?.wait?.pending ?? false;
   }
 
   async #invoke(input: InvokeInput, signal: AbortSignal, options: InvokeOptions): Promise<InvokeResult> {
-    const entry = this.#entry(input.chainId);
+    const entry = this.#chains.get(input.chainId);
     const key = reattachKey(input, options.idempotencyKey ?? null);
     const decided = await this.#decide(entry, input, key, signal);
-    if (decided instanceof ApprovalWait) return this.#attach(entry, decided, input, signal, options);
-    return this.#forward(entry, input, decided, signal);
-  }
-
-  /**
-   * Waits with `w` until its outcome, then forwards (once for all its callers, under the wait's
-   * own signal, so that a forward started for a caller who then left still finishes for a retry).
-   */
-  async #attach(
-    entry: ChainEntry,
-    w: ApprovalWait,
-    input: InvokeInput,
-    signal: AbortSignal,
-    options: InvokeOptions,
-  ): Promise<InvokeResult> {
-    if (w.fingerprint !== fingerprintOf(input))
-      throw invalidArgument("idempotency_key", "was already used for a different call of this chain");
-    w.attached++;
-    const unsubscribe = options.onWait ? w.subscribe(options.onWait) : null;
-    try {
-      const decision = await untilSettledOrAborted(w.decided, signal);
-      if (!w.forwarding) {
-        if (signal.aborted) throw signal.reason;
-        w.forwarding = this.#forward(entry, input, decision, w.signal);
-      }
-      const result = await untilSettledOrAborted(w.forwarding as Promise<InvokeResult>, signal);
-      this.#delivered(entry, w);
-      return result;
-    } catch (err) {
-      if (!(signal.aborted && err === signal.reason)) this.#delivered(entry, w);
-      throw err;
-    } finally {
-      w.attached--;
-      unsubscribe?.();
-      if (w.attached === 0 && !w.delivered) this.#expireLater(entry, w);
-    }
-  }
-
-  /** The outcome reached a caller: the chain is free for its next call. */
-  #delivered(entry: ChainEntry, w: ApprovalWait): void {
-    w.delivered = true;
-    this.#release(entry, w);
-  }
-
-  #release(entry: ChainEntry, w: ApprovalWait): void {
-    if (entry.wait === w) entry.wait = null;
-    this.#waits.delete(w);
-  }
-
-  /** Drops `w` `reattachWindowMs` after its approval was resolved if nobody received its outcome. */
-  #expireLater(entry: ChainEntry, w: ApprovalWait): void {
-    void w.decided
-      .catch(() => undefined)
-      .then(() => {
-        const timer = setTimeout(() => {
-          if (w.delivered || w.attached > 0 || entry.wait !== w) return;
-          this.#drop(entry, w, "nobody retried the call within the re-attach window");
-        }, this.#approvals.reattachWindowMs);
-        timer.unref();
-      });
-  }
-
-  /**
-   * Forgets a wait nobody will receive. An approval that was granted but never forwarded gets an
-   * outcome saying so (error class NotForwarded), so the receipt shows the call did not run.
-   */
-  #drop(entry: ChainEntry, w: ApprovalWait, why: string): void {
-    this.#release(entry, w);
-    if (w.status === "approved" && !w.forwarding) {
-      w.withdraw(new GatewayError(ErrorCode.CANCELLED, why));
-      this.#log.info({ chainId: w.chainId, approvalId: w.approvalId }, `approved call not forwarded: ${why}`);
-      this.#report(
-        entry,
-        { ...w.requested, event_id: w.eventId },
-        {
-          status: "error",
-          error_class: "NotForwarded",
-          duration_ms: 0,
-          result_sha256: null,
-        },
-      );
-    }
-  }
-
-  /** Forwards an allowed call to its upstream (none named: record only). */
-  async #forward(
-    entry: ChainEntry,
-    input: InvokeInput,
-    decision: PolicyDecision,
-    signal: AbortSignal,
-  ): Promise<InvokeResult> {
-    if (input.upstream === null)
-      return { decision, chainId: input.chainId, forwarded: false, result: null, upstreamDurationMs: 0 };
-    if (signal.aborted) throw signal.reason;
-    const upstream = this.#upstreams.get(input.upstream)!;
-    const started = performance.now();
-    let result: UpstreamResult;
-    try {
-      result = await forwardSpan(upstream, input.actionName, async (span) => {
-        const r = await upstream.call(input.actionName, input.payload, {
-          chainId: input.chainId,
-          eventId: decision.event_id,
-          agentName: input.agentName,
-          signal,
-        });
-        if (r.isError) markToolError(span, r.errorClass);
-        return r;
-      });
-    } catch (err) {
-      const ms = performance.now() - started;
-      this.#metrics.upstreamDuration.observe({ upstream: upstream.name, result: "failed" }, ms / 1000);
-      const failure = err instanceof UpstreamError ? err : null;
-      this.#report(entry, decision, {
-        status: "error",
-        error_class: failure?.errorClass ?? "Error",
-        duration_ms: round3(ms),
-        result_sha256: null,
-      });
-      if (failure?.failure === "aborted" && signal.aborted) throw signal.reason;
-      if (!failure) this.#log.error({ err, upstream: upstream.name }, "upstream call failed unexpectedly");
-      this.#metrics.errors.inc({ kind: "upstream" });
-      throw new GatewayError(
-        failure?.failure === "timeout" ? ErrorCode.UPSTREAM_TIMEOUT : ErrorCode.UPSTREAM_UNAVAILABLE,
-        failure?.message ?? `upstream ${upstream.name}: call failed`,
-        decision,
-      );
-    }
-    const ms = performance.now() - started;
-    this.#metrics.upstreamDuration.observe(
-      { upstream: upstream.name, result: result.isError ? "tool_error" : "ok" },
-      ms / 1000,
-    );
-    this.#report(entry, decision, {
-      status: result.isError ? "error" : "success",
-      error_class: result.errorClass,
-      duration_ms: round3(ms),
-      result_sha256: sha256Hex(result.resultJson),
-    });
-    return { decision, chainId: input.chainId, forwarded: true, result, upstreamDurationMs: ms };
+    const forward = this.#forwarder.forward.bind(this.#forwarder);
+    if (decided instanceof ApprovalWait)
+      return this.#waits.attach(entry, decided, input, signal, options.onWait, forward);
+    return forward(input, decided, signal);
   }
 
   /**
@@ -395,32 +204,16 @@ export class Governor {
    * chain's existing one when this call is its retry (same re-attach key).
    * @throws APPROVAL_PENDING when another call of the chain waits for approval.
    */
-  async #decide(
+  #decide(
     entry: ChainEntry,
     input: InvokeInput,
     key: string,
     signal: AbortSignal,
   ): Promise<PolicyDecision | ApprovalWait> {
-    const previous = entry.tail;
-    let release!: () => void;
-    const mine = new Promise<void>((resolve) => {
-      release = resolve;
-    });
-    // The next caller may start only when this phase AND every earlier one have finished; with
-    // none queued or running (the common case) there is nothing to wait for or chain onto.
-    const waits = entry.deciding > 0;
-    entry.tail = waits ? Promise.all([previous, mine]).then(() => undefined) : mine;
-    entry.deciding++;
     const started = performance.now();
-    try {
-      if (waits) await untilAborted(previous, signal);
-      else if (signal.aborted) throw signal.reason;
-      const held = entry.wait;
-      if (held) {
-        if (held.key === key) return held;
-        if (held.pending) throw approvalPendingError(held);
-        this.#drop(entry, held, "another call of the chain came first");
-      }
+    return entry.queue.run(signal, async () => {
+      const retried = this.#waits.claim(entry, key);
+      if (retried) return retried;
       const decision = await entry.chain
         .recordAgentAction(
           {
@@ -440,60 +233,10 @@ export class Governor {
         });
       if (decision.decision_source === "fail_mode") this.#metrics.failModes.inc({ mode: "allow" });
       if (decision.policy_decision === "require_approval")
-        return this.#startWait(entry, input, key, decision);
+        return this.#waits.start(entry, input, key, decision);
       this.#metrics.decisionDuration.observe((performance.now() - started) / 1000);
       return decision;
-    } finally {
-      entry.deciding--;
-      release();
-    }
-  }
-
-  /** Makes `decision` (require_approval) the chain's ApprovalWait and starts polling for it. */
-  #startWait(entry: ChainEntry, input: InvokeInput, key: string, decision: PolicyDecision): ApprovalWait {
-    const chainId = input.chainId;
-    const w = new ApprovalWait(
-      {
-        key,
-        fingerprint: fingerprintOf(input),
-        chainId,
-        decision,
-        reviewUrl: this.#approvals.reviewUrl(decision.approval_id!),
-        now: Date.now,
-      },
-      (signal) =>
-        waitForApproval(
-          this.#client,
-          this.#config,
-          {
-            chainId,
-            approvalId: decision.approval_id!,
-            eventId: decision.event_id!,
-            sequence: decision.sequence,
-            category: decision.category,
-          },
-          signal,
-        ),
-    );
-    entry.wait = w;
-    this.#waits.add(w);
-    const observe = (result: string) =>
-      this.#metrics.approvalWait.observe({ result }, (Date.now() - w.startedAt) / 1000);
-    w.decided.then(
-      () => observe("approved"),
-      () => observe(w.status === "cancelled" ? "abandoned" : "denied"),
-    );
-    this.#log.info({ chainId, approvalId: w.approvalId, reviewUrl: w.reviewUrl }, "call waits for approval");
-    return w;
-  }
-
-  /** Reports an outcome in the background; completion of the chain waits for it. */
-  #report(entry: ChainEntry, decision: PolicyDecision, outcome: EventOutcome): void {
-    const eventId = decision.event_id;
-    if (!eventId) return; // fail mode allow: nothing was recorded to bind it to
-    const report = this.#outcomes.report(entry.chain.chainId!, eventId, outcome);
-    entry.outcomes.add(report);
-    void report.then(() => entry.outcomes.delete(report));
+    });
   }
 
   /**
@@ -507,14 +250,14 @@ export class Governor {
     failure: { mode: string; message: string } | null,
     controller: AbortController,
   ): Promise<CompleteResult> {
-    return this.#track(controller, async () => {
-      const entry = this.#chains.get(chainId);
+    return this.#inflight.track(controller, async () => {
+      const entry = this.#chains.find(chainId);
       try {
         if (!entry) {
           const r = await this.#client.completeChain(chainId, failure ? { failure } : {}, {
             signal: controller.signal,
           });
-          this.#remember(chainId);
+          this.#chains.completed(chainId);
           return {
             chain_id: r.chain_id,
             status: r.status,
@@ -522,21 +265,12 @@ export class Governor {
             receipt_number: r.receipt_number,
           };
         }
-        const w = entry.wait;
-        if (w) {
-          if (
-            w.withdraw(new GatewayError(ErrorCode.CANCELLED, "the chain was completed while the call waited"))
-          )
-            this.#release(entry, w);
-          else if (w.forwarding) await w.forwarding.catch(() => undefined);
-        }
-        if (entry.outcomes.size > 0) this.#outcomes.flush();
-        await Promise.allSettled([...entry.outcomes]);
+        await this.#waits.closing(entry);
+        await this.#outcomes.settled(chainId);
         const result = await entry.chain.exit(
           failure ? new ChainFailure(failure.mode, failure.message) : undefined,
         );
-        this.#chains.delete(chainId);
-        this.#remember(chainId);
+        this.#chains.completed(chainId);
         if (!result) throw new GatewayError(ErrorCode.CHAIN_COMPLETED, "the chain is already completed");
         return result;
       } catch (err) {
@@ -547,7 +281,7 @@ export class Governor {
 
   /** The signed receipt of a completed chain, or null before completion. @throws GatewayError */
   async getReceipt(chainId: string, controller: AbortController): Promise<Receipt | null> {
-    return this.#track(controller, async () => {
+    return this.#inflight.track(controller, async () => {
       try {
         return await this.#client.getReceipt(chainId, { signal: controller.signal });
       } catch (err) {
@@ -558,7 +292,7 @@ export class Governor {
 
   /** The current decision of a recorded event. @throws GatewayError NOT_FOUND and others. */
   async getDecision(chainId: string, eventId: string, controller: AbortController): Promise<PolicyDecision> {
-    return this.#track(controller, async () => {
+    return this.#inflight.track(controller, async () => {
       let events: Awaited<ReturnType<ServiceClient["getChain"]>>["events"];
       try {
         events = (await this.#client.getChain(chainId, { signal: controller.signal })).events;
@@ -567,13 +301,14 @@ export class Governor {
       }
       const e = events.find((x) => x.event_id === eventId);
       if (!e) throw new GatewayError(ErrorCode.NOT_FOUND, "event_id: no such event in this chain");
-      const raw = e as Record<string, unknown>;
-      return decisionFromWire(e.decision, {
-        event_id: eventId,
-        sequence: typeof raw.sequence === "number" ? raw.sequence : null,
-        approval_id: typeof raw.approval_id === "string" ? raw.approval_id : null,
-        exception_id: typeof raw.exception_id === "string" ? raw.exception_id : null,
-        category: typeof raw.category === "string" ? raw.category : null,
+      return recordedDecision(e.decision, {
+        chain_id: chainId,
+        event_id: e.event_id,
+        sequence: e.sequence,
+        category: e.category,
+        approval_id: e.approval_id,
+        approval_expires_at: null,
+        exception_id: e.exception_id,
       });
     });
   }
@@ -583,11 +318,8 @@ export class Governor {
    * nothing more is forwarded.
    */
   abortInflight(): void {
-    for (const c of this.#inflight) {
-      c.abort(new GatewayError(ErrorCode.SHUTTING_DOWN, "the sidecar is shutting down"));
-    }
-    for (const w of this.#waits)
-      w.abort(new GatewayError(ErrorCode.SHUTTING_DOWN, "the sidecar is shutting down"));
+    this.#inflight.abortAll();
+    this.#waits.abortAll();
   }
 
   /**
@@ -595,46 +327,17 @@ export class Governor {
    * and nothing is forwarded for them.
    */
   withdrawDetachedWaits(): void {
-    for (const w of this.#waits)
-      if (w.attached === 0)
-        w.abort(new GatewayError(ErrorCode.SHUTTING_DOWN, "the sidecar is shutting down"));
+    this.#waits.abortDetached();
   }
 
   /** Resolves when every outcome report in flight has settled (drain, before closing). */
-  async reportsSettled(): Promise<void> {
-    this.#outcomes.flush();
-    await Promise.allSettled([...this.#chains.values()].flatMap((e) => [...e.outcomes]));
+  reportsSettled(): Promise<void> {
+    return this.#outcomes.allSettled();
   }
 
   /** Resolves when no call is in flight (polls; used by the drain). */
-  async idle(pollMs = 20): Promise<void> {
-    while (this.#inflight.size > 0) await new Promise((r) => setTimeout(r, pollMs));
-  }
-
-  #entry(chainId: string): ChainEntry {
-    const entry = this.#chains.get(chainId);
-    if (entry) return entry;
-    if (this.#completed.has(chainId))
-      throw new GatewayError(ErrorCode.CHAIN_COMPLETED, "chain_id: the chain is completed");
-    throw new GatewayError(
-      ErrorCode.NOT_FOUND,
-      "chain_id: unknown chain (open it with OpenChain on this sidecar)",
-    );
-  }
-
-  #remember(chainId: string): void {
-    this.#completed.add(chainId);
-    if (this.#completed.size > COMPLETED_MEMORY)
-      this.#completed.delete(this.#completed.values().next().value!);
-  }
-
-  async #track<T>(controller: AbortController, fn: () => Promise<T>): Promise<T> {
-    this.#inflight.add(controller);
-    try {
-      return await fn();
-    } finally {
-      this.#inflight.delete(controller);
-    }
+  idle(pollMs = 20): Promise<void> {
+    return this.#inflight.idle(pollMs);
   }
 
   /** Maps an error and logs what deserves it. */
@@ -658,43 +361,3 @@ class ChainFailure extends Error {
     this.name = mode;
   }
 }
-
-/** Waits for `p`, or rejects with the signal's reason as soon as it aborts. */
-function untilAborted(p: Promise<void>, signal: AbortSignal): Promise<void> {
-  if (signal.aborted) return Promise.reject(signal.reason);
-  return new Promise<void>((resolve, reject) => {
-    const onAbort = () => reject(signal.reason);
-    signal.addEventListener("abort", onAbort, { once: true });
-    p.then(() => {
-      signal.removeEventListener("abort", onAbort);
-      resolve();
-    });
-  });
-}
-
-const round3 = (ms: number) => Math.round(ms * 1000) / 1000;
-
-/**
- * The call's fingerprint: SHA-256 of the canonical JSON of agent, parent, type, name, payload
- * and upstream. Two calls with the same fingerprint are the same call.
- */
-export function fingerprintOf(input: InvokeInput): string {
-  return sha256Hex(
-    canonicalize({
-      agent: input.agentName,
-      parent: input.parentAgentName,
-      type: input.actionType,
-      name: input.actionName,
-      payload: input.payload,
-      upstream: input.upstream,
-    }) ?? "",
-  );
-}
-
-/** The re-attach key of a call: its idempotency key when given, else its fingerprint. */
-export function reattachKey(input: InvokeInput, idempotencyKey: string | null): string {
-  return idempotencyKey ? `key:${idempotencyKey}` : `fp:${fingerprintOf(input)}`;
-}
-
-/** Lowercase hex SHA-256 of a string's UTF-8 bytes. */
-export const sha256Hex = (text: string): string => hash("sha256", text, "hex");

@@ -5,7 +5,10 @@
 import type { PolicyDecision } from "../../src/sdk/index.js";
 import type { Decision } from "../generated/tollgate/v1/Decision.js";
 
-/** Converts the SDK's decision into the proto Decision (absent optional = null). */
+/**
+ * The wire decision as the proto Decision: the same snake_case names; a null optional is left
+ * absent; `chain_id` is the chain the call named; `flagged` is policy_decision allow_with_flag.
+ */
 export function toProtoDecision(d: PolicyDecision, chainId: string): Decision {
   return {
     policy_decision: d.policy_decision,
@@ -22,9 +25,10 @@ export function toProtoDecision(d: PolicyDecision, chainId: string): Decision {
     auto_paused: d.auto_paused,
     chain_id: chainId,
     event_id: d.event_id ?? undefined,
+    sequence: d.sequence ?? undefined,
     approval_id: d.approval_id ?? undefined,
     exception_id: d.exception_id ?? undefined,
     category: d.category ?? undefined,
-    flagged: d.flagged,
+    flagged: d.policy_decision === "allow_with_flag",
   };
 }

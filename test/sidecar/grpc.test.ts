@@ -59,6 +59,7 @@ describe("sidecar gRPC ToolGateway", () => {
       flagged: false,
       chain_id: chainId,
       category: "default",
+      sequence: 1,
     });
     expect(r.decision?.event_id).toMatch(/^[0-9a-f-]{36}$/);
     expect(r.forwarded).toBe(true);

@@ -5,7 +5,7 @@
  */
 import { describe, expect, it } from "vitest";
 import { LOCAL_ORIGINS, parseConfig } from "../../../sidecar/config.js";
-import { fingerprintOf, reattachKey } from "../../../sidecar/core/governor.js";
+import { fingerprintOf, reattachKey } from "../../../sidecar/core/fingerprint.js";
 import { originAllowed } from "../../../sidecar/faces/mcp/origin.js";
 import { ErrorCode, GatewayError, invalidArgument } from "../../../sidecar/wire/errors.js";
 import { decodeStatusDetails, encodeStatusDetails } from "../../../sidecar/wire/status-details.js";
