@@ -4,7 +4,7 @@
  *
  * Errors follow proto/tollgate/v1/gateway.proto: `callback({ code, details, metadata })` with
  * the trailing metadata `tollgate-error-code`, `grpc-status-details-bin` (google.rpc.Status with
- * ErrorInfo and BadRequest, status-details.ts) and, when the service decided,
+ * ErrorInfo and BadRequest, wire/status-details.ts) and, when the service decided,
  * `tollgate-decision-bin` (a serialized tollgate.v1.Decision).
  *
  * Approval waits: Invoke and WatchInvoke pass the call's idempotency key (field
