@@ -24,8 +24,8 @@ import { readlinkSync } from "node:fs";
 import { readdir, readFile, stat } from "node:fs/promises";
 import path from "node:path";
 import type * as OpenIdClient from "openid-client";
-import type { CredentialsConfig } from "../config.js";
 import type { Logger } from "../logger.js";
+import type { CredentialsConfig } from "./schema.js";
 import { UpstreamError } from "./types.js";
 
 /** The errorClass of every credential failure (the outcome's error_class). */
