@@ -12,7 +12,7 @@ import https from "node:https";
 import { urlToHttpOptions } from "node:url";
 import { traceCarrier } from "../../src/telemetry/tracing.js";
 import type { JsonObject } from "../wire/struct.js";
-import type { CredentialSource } from "./credentials.js";
+import type { CredentialSource } from "./credential-source.js";
 import type { HttpUpstreamConfig } from "./schema.js";
 import { type CallContext, type Upstream, UpstreamError, type UpstreamResult } from "./types.js";
 

@@ -1,7 +1,8 @@
 /** Builds the configured upstreams by name. */
 
 import type { Logger } from "../logger.js";
-import { type CredentialSource, createCredentialSource } from "./credentials.js";
+import type { CredentialSource } from "./credential-source.js";
+import { createCredentialSource } from "./credentials.js";
 import { HttpUpstream } from "./http.js";
 import type { UpstreamConfig } from "./schema.js";
 import type { Upstream } from "./types.js";

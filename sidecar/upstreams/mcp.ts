@@ -17,7 +17,7 @@ import { ErrorCode, McpError, type Tool } from "@modelcontextprotocol/sdk/types.
 import { traceCarrier } from "../../src/telemetry/tracing.js";
 import type { Logger } from "../logger.js";
 import type { JsonObject } from "../wire/struct.js";
-import type { CredentialSource } from "./credentials.js";
+import type { CredentialSource } from "./credential-source.js";
 import type { McpUpstreamConfig } from "./schema.js";
 import { type CallContext, type Upstream, UpstreamError, type UpstreamResult } from "./types.js";
 
