@@ -5,7 +5,6 @@
  * objects, error properties) is camelCase.
  */
 import { z } from "zod";
-
 import {
   type RecordActionResponse,
   RecordActionResponseSchema,
