@@ -12,7 +12,7 @@
  *   chart-values.md            charts/tollgate/values.schema.json + values.yaml
  *   alerts.md                  charts/tollgate/files/alerts.yaml (the alerting rules)
  *   configuration.md           the zod schemas of the service, the sidecar and the operator
- *   errors.md                  src/contract/v1/errors.ts and sidecar/errors.ts
+ *   errors.md                  src/contract/v1/errors.ts and sidecar/wire/errors.ts
  *   typescript-sdk/            TypeDoc + typedoc-plugin-markdown over src/sdk's package entries
  *   python-sdk/                pdoc (HTML) over python/src/sdk
  * The Python tools (mkdocs, pdoc) come from the virtualenv of scripts/docs-env.sh.

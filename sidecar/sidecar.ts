@@ -13,14 +13,14 @@ import type * as grpc from "@grpc/grpc-js";
 import type { HealthImplementation } from "grpc-health-check";
 import { createConfig, type SdkInternals } from "../src/sdk/index.js";
 import type { SidecarConfig } from "./config.js";
-import { Governor } from "./governor.js";
-import { bindGrpc, createGrpcServer } from "./grpc.js";
-import { createHttpServer, listenHttp, type Readiness } from "./http.js";
+import { Governor } from "./core/governor.js";
+import { bindGrpc, createGrpcServer } from "./faces/grpc/server.js";
+import { createHttpServer, listenHttp, type Readiness } from "./faces/http/server.js";
 import { createLogger, type Logger } from "./logger.js";
 import { createMetrics, type Metrics } from "./metrics.js";
-import { SERVICE_NAME } from "./proto.js";
 import { createServiceFetch } from "./service-fetch.js";
 import { createUpstreams, type Upstream } from "./upstreams/index.js";
+import { SERVICE_NAME } from "./wire/proto.js";
 
 /** Options of startSidecar. */
 export interface StartOptions {
@@ -114,7 +114,7 @@ export async function startSidecar(opts: StartOptions): Promise<Sidecar> {
   const mcpUpstream = config.mcpUpstream ? upstreams.get(config.mcpUpstream) : undefined;
   // Loaded only for an MCP upstream, as the MCP SDK it needs (see createUpstreams).
   const mcp = mcpUpstream
-    ? await import("./mcp-face.js").then(
+    ? await import("./faces/mcp/server.js").then(
         ({ McpFace }) =>
           new McpFace({
             governor,

@@ -25,9 +25,9 @@ import {
   tracingActive,
   withSpan,
 } from "../src/telemetry/tracing.js";
-import { GatewayError } from "./errors.js";
-import { SERVICE_NAME } from "./proto.js";
-import type { InvokeInput } from "./validate.js";
+import { GatewayError } from "./wire/errors.js";
+import { SERVICE_NAME } from "./wire/proto.js";
+import type { InvokeInput } from "./wire/validate.js";
 
 /**
  * The OpenTelemetry semantic conventions the sidecar's GenAI and MCP spans follow: v1.39.0 (the

@@ -12,9 +12,9 @@
  */
 import * as grpc from "@grpc/grpc-js";
 import { HealthImplementation } from "grpc-health-check";
-import { gatewayService, SERVICE_NAME } from "../../sidecar/proto.js";
+import { gatewayService, SERVICE_NAME } from "../../sidecar/wire/proto.js";
 
-/** What the sidecar answers an Invoke for a chain it did not open (sidecar/governor.ts). */
+/** What the sidecar answers an Invoke for a chain it did not open (sidecar/core/governor.ts). */
 export const NOT_FOUND_DETAILS = "chain_id: unknown chain (open it with OpenChain on this sidecar)";
 
 const server = new grpc.Server({ "grpc.enable_channelz": 0 });

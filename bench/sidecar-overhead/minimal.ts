@@ -14,8 +14,8 @@
  */
 import http from "node:http";
 import * as grpc from "@grpc/grpc-js";
-import { gatewayService } from "../../sidecar/proto.js";
-import { structToJson } from "../../sidecar/struct.js";
+import { gatewayService } from "../../sidecar/wire/proto.js";
+import { structToJson } from "../../sidecar/wire/struct.js";
 import { directCall } from "./parts.js";
 
 const decisionUrl = process.env.DECISION_URL!;

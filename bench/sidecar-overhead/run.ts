@@ -57,9 +57,9 @@ import path from "node:path";
 import { parseArgs } from "node:util";
 import type { Histogram } from "hdr-histogram-js";
 import type { InvokeResponse__Output } from "../../sidecar/generated/tollgate/v1/InvokeResponse.js";
-import { createGatewayClient } from "../../sidecar/proto.js";
 import { createServiceFetch } from "../../sidecar/service-fetch.js";
-import { jsonToStruct } from "../../sidecar/struct.js";
+import { createGatewayClient } from "../../sidecar/wire/proto.js";
+import { jsonToStruct } from "../../sidecar/wire/struct.js";
 import { Chain, createConfig } from "../../src/sdk/index.js";
 import {
   api,

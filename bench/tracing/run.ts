@@ -23,8 +23,8 @@ import { performance } from "node:perf_hooks";
 import { parseArgs } from "node:util";
 import type * as grpc from "@grpc/grpc-js";
 import { context, propagation, trace } from "@opentelemetry/api";
-import { createGatewayClient } from "../../sidecar/proto.js";
-import { jsonToStruct } from "../../sidecar/struct.js";
+import { createGatewayClient } from "../../sidecar/wire/proto.js";
+import { jsonToStruct } from "../../sidecar/wire/struct.js";
 import {
   detached,
   extractContext,

@@ -1,13 +1,13 @@
 /**
  * The error code reference: the HTTP API's codes from `ApiErrorCode` (src/contract/v1/errors.ts,
  * each code's doc comment read from the source) and the sidecar's `tollgate-error-code` values from
- * `ErrorCode` (sidecar/errors.ts) with the gRPC status each maps to (`GatewayError`).
+ * `ErrorCode` (sidecar/wire/errors.ts) with the gRPC status each maps to (`GatewayError`).
  */
 import { readFileSync } from "node:fs";
 import path from "node:path";
 import { status as GrpcStatus } from "@grpc/grpc-js";
 import ts from "typescript";
-import { ErrorCode, GatewayError } from "../../sidecar/errors.js";
+import { ErrorCode, GatewayError } from "../../sidecar/wire/errors.js";
 import { ApiErrorCode } from "../../src/contract/v1/errors.js";
 import { code, generatedHeader, table } from "./markdown.js";
 
@@ -53,7 +53,7 @@ export function errorsMarkdown(root: string): string {
   return `${[
     generatedHeader(
       "Error codes",
-      "`ApiErrorCode` in `src/contract/v1/errors.ts` and `ErrorCode` in `sidecar/errors.ts`",
+      "`ApiErrorCode` in `src/contract/v1/errors.ts` and `ErrorCode` in `sidecar/wire/errors.ts`",
     ),
     "## HTTP API",
     "",

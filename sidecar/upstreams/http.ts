@@ -11,9 +11,9 @@ import http from "node:http";
 import https from "node:https";
 import { urlToHttpOptions } from "node:url";
 import { traceCarrier } from "../../src/telemetry/tracing.js";
-import type { HttpUpstreamConfig } from "../config.js";
-import type { JsonObject } from "../struct.js";
-import type { CredentialSource } from "./credentials.js";
+import type { JsonObject } from "../wire/struct.js";
+import type { CredentialSource } from "./credential-source.js";
+import type { HttpUpstreamConfig } from "./schema.js";
 import { type CallContext, type Upstream, UpstreamError, type UpstreamResult } from "./types.js";
 
 /**

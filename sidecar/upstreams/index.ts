@@ -1,8 +1,10 @@
 /** Builds the configured upstreams by name. */
-import type { UpstreamConfig } from "../config.js";
+
 import type { Logger } from "../logger.js";
-import { type CredentialSource, createCredentialSource } from "./credentials.js";
+import type { CredentialSource } from "./credential-source.js";
+import { createCredentialSource } from "./credentials.js";
 import { HttpUpstream } from "./http.js";
+import type { UpstreamConfig } from "./schema.js";
 import type { Upstream } from "./types.js";
 
 export { HttpUpstream } from "./http.js";

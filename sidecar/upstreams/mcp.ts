@@ -15,10 +15,10 @@ import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/
 import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
 import { ErrorCode, McpError, type Tool } from "@modelcontextprotocol/sdk/types.js";
 import { traceCarrier } from "../../src/telemetry/tracing.js";
-import type { McpUpstreamConfig } from "../config.js";
 import type { Logger } from "../logger.js";
-import type { JsonObject } from "../struct.js";
-import type { CredentialSource } from "./credentials.js";
+import type { JsonObject } from "../wire/struct.js";
+import type { CredentialSource } from "./credential-source.js";
+import type { McpUpstreamConfig } from "./schema.js";
 import { type CallContext, type Upstream, UpstreamError, type UpstreamResult } from "./types.js";
 
 /** The sidecar's identity towards MCP servers. */

@@ -1,7 +1,7 @@
 /**
  * What every upstream (a tool the sidecar forwards allowed calls to) offers, and how it fails.
  */
-import type { JsonObject } from "../struct.js";
+import type { JsonObject } from "../wire/struct.js";
 
 /** Context the sidecar passes along with a forwarded call. */
 export interface CallContext {

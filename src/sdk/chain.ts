@@ -28,7 +28,7 @@ import {
 } from "../policy/schema.js";
 import { type Receipt, ServiceClient } from "./client.js";
 import { type ChainConfig, getConfig } from "./config.js";
-import { failModeAllowDecision, fromWire, type PolicyDecision } from "./decision.js";
+import { failModeAllowDecision, type PolicyDecision } from "./decision.js";
 import {
   ActionDeniedError,
   type ArgumentIssue,
@@ -364,7 +364,7 @@ export class Chain {
       throw err;
     }
 
-    const decision = fromWire(res, res);
+    const decision: PolicyDecision = res;
     if (decision.kill_switch_active && decision.policy_decision === "deny")
       throw new ServiceKillSwitchError(decision);
     if (decision.auto_paused) throw new ChainAutoPausedError(chainId, decision.decision_reason, decision);
@@ -387,7 +387,7 @@ export class Chain {
           chainId,
           approvalId: res.approval_id,
           eventId: res.event_id,
-          sequence: decision.sequence,
+          sequence: decision.sequence ?? null,
           category: res.category,
         },
         signal,

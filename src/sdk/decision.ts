@@ -1,10 +1,10 @@
 /**
- * The PolicyDecision the SDK returns (spec: "PolicyDecision"), plus where it was recorded. Like
- * every data object the SDK returns (receipts, verification results) it keeps the wire's
- * snake_case names; the API surface (methods, option objects, error properties) is camelCase.
- * fromWire turns the wire decision of POST /v1/chains/{id}/actions and of approval-status into it.
+ * The PolicyDecision the SDK returns (spec: "PolicyDecision"): the contract's wire decision with
+ * where it was recorded, as parsed. Like every data object the SDK returns (receipts,
+ * verification results) it keeps the wire's snake_case names; the API surface (methods, option
+ * objects, error properties) is camelCase.
  */
-
+import { z } from "zod";
 import {
   type RecordActionResponse,
   RecordActionResponseSchema,
@@ -35,72 +35,31 @@ export const DecisionSource = {
 export type DecisionSource = (typeof DecisionSource)[keyof typeof DecisionSource];
 
 /**
- * A policy decision as returned by recordAgentAction: the spec's PolicyDecision in the wire's
- * snake_case (as the Python library's), plus where it was recorded and `flagged`.
+ * The decision recordAgentAction returns: the wire decision of POST /v1/chains/{id}/actions
+ * exactly as the contract's RecordActionResponseSchema parses it (snake_case, defaults filled,
+ * where it was recorded: event_id, sequence, category, approval_id, exception_id), with no
+ * second conversion. `event_id` is null only in the fail-mode allow the SDK returns itself
+ * when the service is unreachable (nothing was recorded). A flagged allow is `policy_decision
+ * === "allow_with_flag"`.
  */
-export interface PolicyDecision {
-  /** allow or allow_with_flag when returned; require_approval/deny only inside errors. */
-  policy_decision: Outcome;
-  /** Explanation if a policy matched; "" otherwise. */
-  decision_reason: string;
-  decision_source: DecisionSource;
-  policy_name: string | null;
-  kill_switch_active: boolean;
-  pause_reason: string | null;
-  remediation: string | null;
-  docs_url: string | null;
-  /** enforce or shadow. */
-  evaluation_mode: "enforce" | "shadow" | null;
-  /** In shadow mode, the decision enforce mode would have made. */
-  shadow_decision: Outcome | null;
-  /** USD, for llm_call events. */
-  estimated_cost_usd: number | null;
-  auto_paused: boolean;
-  /** The recorded chain event; null when nothing was recorded (fail mode allow). */
-  event_id: string | null;
-  /** 1-based position of the event in the chain; null when nothing was recorded. */
-  sequence: number | null;
-  /** The approval gate this action went through, if any. */
-  approval_id: string | null;
-  /** The time-boxed exception that allowed the action, or that the approval created. */
-  exception_id: string | null;
-  /** The action category (financial, external_communication, ..., default). */
-  category: string | null;
-  /** True when policy_decision is allow_with_flag (a convenience; not on the wire). */
-  flagged: boolean;
-}
+export const PolicyDecisionSchema = RecordActionResponseSchema.extend({ event_id: z.string().nullable() });
+export type PolicyDecision = z.infer<typeof PolicyDecisionSchema>;
 
-/** Where a decision was recorded: the fields fromWire attaches to a wire decision. */
-export type DecisionWhere = Pick<PolicyDecision, "event_id"> &
-  Partial<Pick<PolicyDecision, "sequence" | "approval_id" | "exception_id" | "category">>;
-
-const knownSource = (s: string): DecisionSource =>
-  s === "human_approval" || s === "fail_mode" ? s : "backend_evaluation";
+/** Where a decision read apart from its RecordActionResponse was recorded. */
+export type DecisionWhere = Pick<
+  PolicyDecision,
+  "event_id" | "category" | "approval_id" | "exception_id" | "approval_expires_at"
+> &
+  Partial<Pick<PolicyDecision, "sequence" | "chain_id">>;
 
 /**
- * The one conversion of a wire decision into the SDK's PolicyDecision: the same snake_case
- * names, defaults filled (by WireDecisionSchema), unknown wire keys dropped, `where` attached.
- * A RecordActionResponse is its own `where`.
+ * A decision the service returns apart from where it was recorded (approval-status, a chain's
+ * events) joined with that place: the same wire object a RecordActionResponse is, field for
+ * field (nothing renamed, dropped or added).
  */
-export const fromWire = (w: WireDecision, where: DecisionWhere): PolicyDecision => ({
-  policy_decision: w.policy_decision,
-  decision_reason: w.decision_reason,
-  decision_source: knownSource(w.decision_source),
-  policy_name: w.policy_name,
-  kill_switch_active: w.kill_switch_active,
-  pause_reason: w.pause_reason,
-  remediation: w.remediation,
-  docs_url: w.docs_url,
-  evaluation_mode: w.evaluation_mode,
-  shadow_decision: w.shadow_decision,
-  estimated_cost_usd: w.estimated_cost_usd,
-  auto_paused: w.auto_paused,
-  event_id: where.event_id,
-  sequence: where.sequence ?? null,
-  approval_id: where.approval_id ?? null,
-  exception_id: where.exception_id ?? null,
-  category: where.category ?? null,
-  flagged: w.policy_decision === "allow_with_flag",
+export const recordedDecision = (decision: WireDecision, where: DecisionWhere): PolicyDecision => ({
+  ...decision,
+  ...where,
 });
 
 /**
@@ -126,8 +85,8 @@ export const failModeAllowDecision = (
   auto_paused: false,
   event_id: null,
   sequence: null,
-  approval_id: null,
-  exception_id: null,
   category,
-  flagged: true,
+  approval_id: null,
+  approval_expires_at: null,
+  exception_id: null,
 });

@@ -71,10 +71,13 @@ export {
 export {
   DecisionSource,
   type DecisionWhere,
-  fromWire as decisionFromWire,
   Outcome,
   type PolicyDecision,
+  PolicyDecisionSchema,
   type RecordActionResponse,
+  recordedDecision,
+  /** @deprecated the same function as recordedDecision (no conversion any more). */
+  recordedDecision as decisionFromWire,
 } from "./decision.js";
 export {
   ActionDeniedError,

@@ -18,7 +18,7 @@
 import { SpanStatusCode, trace } from "@opentelemetry/api";
 import { MAX_APPROVAL_WAIT_MS, type ServiceClient } from "./client.js";
 import type { ChainConfig } from "./config.js";
-import { fromWire, type PolicyDecision } from "./decision.js";
+import { type PolicyDecision, recordedDecision } from "./decision.js";
 import { ActionDeniedError, ChainTimeoutError } from "./exceptions.js";
 import { isTransient } from "./http.js";
 import { abortReason, throwIfAborted } from "./sleep.js";
@@ -113,12 +113,14 @@ async function pollApproval(
     }
     const approval = status.approval;
     if (approval && approval.status !== "pending") {
-      const decision = fromWire(approval.decision, {
+      const decision = recordedDecision(approval.decision, {
+        chain_id: gate.chainId,
         event_id: gate.eventId,
         sequence: gate.sequence,
-        approval_id: gate.approvalId,
-        exception_id: approval.exception?.exception_id ?? null,
         category: gate.category,
+        approval_id: gate.approvalId,
+        approval_expires_at: approval.expires_at ?? null,
+        exception_id: approval.exception?.exception_id ?? null,
       });
       if (approval.status === "approved") return decision;
       const condition = approval.condition ?? decision.decision_reason;

@@ -16,7 +16,7 @@ import * as grpc from "@grpc/grpc-js";
 import * as protoLoader from "@grpc/proto-loader";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { SIDECAR_NODE_OPTIONS } from "../../operator/webhook/sidecar.js";
-import { createGatewayClient, LOADER_OPTIONS } from "../../sidecar/proto.js";
+import { createGatewayClient, LOADER_OPTIONS } from "../../sidecar/wire/proto.js";
 import { freePort } from "../support/postgres.js";
 
 const require = createRequire(import.meta.url);

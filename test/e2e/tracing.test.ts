@@ -22,8 +22,8 @@ import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startDatabase } from "../../bench/lib/parts.js";
-import { createGatewayClient } from "../../sidecar/proto.js";
-import { jsonToStruct } from "../../sidecar/struct.js";
+import { createGatewayClient } from "../../sidecar/wire/proto.js";
+import { jsonToStruct } from "../../sidecar/wire/struct.js";
 import { api } from "../support/http.js";
 import { freePort, type PostgresCluster } from "../support/postgres.js";
 

@@ -15,8 +15,8 @@ import * as grpc from "@grpc/grpc-js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { RunningOperator } from "../../operator/operator.js";
 import { sidecarInjectorConfiguration } from "../../operator/webhook/configuration.js";
-import { createGatewayClient, decodeDecision } from "../../sidecar/proto.js";
-import { jsonToStruct } from "../../sidecar/struct.js";
+import { createGatewayClient, decodeDecision } from "../../sidecar/wire/proto.js";
+import { jsonToStruct } from "../../sidecar/wire/struct.js";
 import { freePorts } from "../support/controlplane.js";
 import { startTestService, type TestService } from "../support/service.js";
 import {

@@ -54,7 +54,6 @@ describe("Chain lifecycle", () => {
     expect(d).toMatchObject({
       policy_decision: "allow",
       decision_source: "backend_evaluation",
-      flagged: false,
       sequence: 1,
       category: "default",
       evaluation_mode: "enforce",
@@ -226,7 +225,6 @@ describe("decisions and errors of recordAgentAction", () => {
         const d = await pay(c, 9000);
         expect(d).toMatchObject({
           policy_decision: "allow_with_flag",
-          flagged: true,
           evaluation_mode: "shadow",
           shadow_decision: "require_approval",
           category: "financial",
@@ -345,7 +343,6 @@ describe("approval gates", () => {
       decision_source: "human_approval",
       policy_name: "financial_approval_threshold",
       category: "financial",
-      flagged: false,
     });
     expect(d.approval_id).toMatch(/^[0-9a-f-]{36}$/);
     expect(d.exception_id).toMatch(/^[0-9a-f-]{36}$/);
@@ -355,7 +352,6 @@ describe("approval gates", () => {
     expect(again).toMatchObject({
       policy_decision: "allow_with_flag",
       exception_id: d.exception_id,
-      flagged: true,
     });
     expect(ticker.sleeps).toHaveLength(3);
     await chain.exit();

@@ -76,7 +76,6 @@ describe("fail modes with the service stopped", () => {
     });
     expect(d).toMatchObject({
       policy_decision: "allow_with_flag",
-      flagged: true,
       decision_source: "fail_mode",
       event_id: null,
       category: "default",

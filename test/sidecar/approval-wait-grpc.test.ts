@@ -8,8 +8,8 @@
 import * as grpc from "@grpc/grpc-js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { InvokeUpdate__Output } from "../../sidecar/generated/tollgate/v1/InvokeUpdate.js";
-import { decodeStatusDetails } from "../../sidecar/status-details.js";
-import { jsonToStruct } from "../../sidecar/struct.js";
+import { decodeStatusDetails } from "../../sidecar/wire/status-details.js";
+import { jsonToStruct } from "../../sidecar/wire/struct.js";
 import { expectFailure, type Stack, startStack } from "./harness.js";
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));

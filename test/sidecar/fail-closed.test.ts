@@ -15,9 +15,9 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { parseConfig } from "../../sidecar/config.js";
 import type { InvokeResponse__Output } from "../../sidecar/generated/tollgate/v1/InvokeResponse.js";
 import type { ToolGatewayClient } from "../../sidecar/generated/tollgate/v1/ToolGateway.js";
-import { createGatewayClient } from "../../sidecar/proto.js";
 import { type Sidecar, startSidecar } from "../../sidecar/sidecar.js";
-import { jsonToStruct } from "../../sidecar/struct.js";
+import { createGatewayClient } from "../../sidecar/wire/proto.js";
+import { jsonToStruct } from "../../sidecar/wire/struct.js";
 import { expectFailure, type Stack, startStack, unary } from "./harness.js";
 
 describe("sidecar fails closed", () => {
@@ -126,7 +126,7 @@ describe("sidecar fails closed", () => {
     expect(forwarded("read_secret_store")).toHaveLength(0);
   });
 
-  // Each answer's own status (sidecar/errors.ts toGatewayError): a rejected key or an unknown
+  // Each answer's own status (sidecar/wire/errors.ts toGatewayError): a rejected key or an unknown
   // failure is INTERNAL, a 400 INVALID_ARGUMENT, a 404 NOT_FOUND; none is UNAVAILABLE.
   it.each([
     [500, status.INTERNAL, "INTERNAL"],

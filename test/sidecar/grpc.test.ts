@@ -7,7 +7,7 @@ import type { ClientUnaryCall } from "@grpc/grpc-js";
 import { status } from "@grpc/grpc-js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Decision__Output } from "../../sidecar/generated/tollgate/v1/Decision.js";
-import { structToJson } from "../../sidecar/struct.js";
+import { structToJson } from "../../sidecar/wire/struct.js";
 import type { SignedReceipt } from "../../src/receipts/schema.js";
 import { expectFailure, type Stack, startStack } from "./harness.js";
 
@@ -59,6 +59,7 @@ describe("sidecar gRPC ToolGateway", () => {
       flagged: false,
       chain_id: chainId,
       category: "default",
+      sequence: 1,
     });
     expect(r.decision?.event_id).toMatch(/^[0-9a-f-]{36}$/);
     expect(r.forwarded).toBe(true);

@@ -14,9 +14,9 @@ import type { Decision__Output } from "../../sidecar/generated/tollgate/v1/Decis
 import type { InvokeResponse__Output } from "../../sidecar/generated/tollgate/v1/InvokeResponse.js";
 import type { ToolGatewayClient } from "../../sidecar/generated/tollgate/v1/ToolGateway.js";
 import type { Logger } from "../../sidecar/logger.js";
-import { createGatewayClient, decodeDecision } from "../../sidecar/proto.js";
 import { type Sidecar, startSidecar } from "../../sidecar/sidecar.js";
-import { jsonToStruct } from "../../sidecar/struct.js";
+import { createGatewayClient, decodeDecision } from "../../sidecar/wire/proto.js";
+import { jsonToStruct } from "../../sidecar/wire/struct.js";
 import { startTestService, type TestService } from "../support/service.js";
 
 /** One request the tool server received. */

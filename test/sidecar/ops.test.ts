@@ -13,8 +13,8 @@ import * as protoLoader from "@grpc/proto-loader";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { CONFIG_ENVIRONMENT } from "../../sidecar/config.js";
 import type { InvokeResponse__Output } from "../../sidecar/generated/tollgate/v1/InvokeResponse.js";
-import { createGatewayClient, LOADER_OPTIONS } from "../../sidecar/proto.js";
-import { jsonToStruct } from "../../sidecar/struct.js";
+import { createGatewayClient, LOADER_OPTIONS } from "../../sidecar/wire/proto.js";
+import { jsonToStruct } from "../../sidecar/wire/struct.js";
 import { freePort } from "../support/postgres.js";
 import { expectFailure, type Stack, startStack, unary } from "./harness.js";
 

@@ -5,9 +5,9 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { parseConfig, readApiKey } from "../../sidecar/config.js";
-import { createGatewayClient } from "../../sidecar/proto.js";
 import { type Sidecar, startSidecar } from "../../sidecar/sidecar.js";
-import { jsonToStruct } from "../../sidecar/struct.js";
+import { createGatewayClient } from "../../sidecar/wire/proto.js";
+import { jsonToStruct } from "../../sidecar/wire/struct.js";
 import { startProxy, type TcpProxy } from "../sdk/support/proxy.js";
 import { type Stack, startStack, unary } from "./harness.js";
 

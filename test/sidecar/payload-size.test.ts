@@ -7,9 +7,9 @@ import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import type { Struct__Output } from "../../sidecar/generated/google/protobuf/Struct.js";
 import type { InvokeRequest__Output } from "../../sidecar/generated/tollgate/v1/InvokeRequest.js";
-import { gatewayService } from "../../sidecar/proto.js";
-import { jsonToStruct, structToJson, structToJsonSized } from "../../sidecar/struct.js";
-import { parsePayload } from "../../sidecar/validate.js";
+import { gatewayService } from "../../sidecar/wire/proto.js";
+import { jsonToStruct, structToJson, structToJsonSized } from "../../sidecar/wire/struct.js";
+import { parsePayload } from "../../sidecar/wire/validate.js";
 
 /** A payload as the gRPC server hands it over: a Struct through protobuf and proto-loader. */
 function decoded(payload: Record<string, unknown>): Struct__Output {

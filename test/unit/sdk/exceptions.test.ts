@@ -1,6 +1,10 @@
 /** The error hierarchy of the spec, decision conversion, and the abortable sleep. */
 import { describe, expect, it } from "vitest";
-import { failModeAllowDecision, fromWire, WireDecisionSchema } from "../../../src/sdk/decision.js";
+import {
+  failModeAllowDecision,
+  PolicyDecisionSchema,
+  RecordActionResponseSchema,
+} from "../../../src/sdk/decision.js";
 import {
   ActionDeniedError,
   BackendUnavailableError,
@@ -15,7 +19,9 @@ import {
 } from "../../../src/sdk/exceptions.js";
 import { realSleep } from "../../../src/sdk/sleep.js";
 
-const decision = fromWire(WireDecisionSchema.parse({ policy_decision: "deny", kill_switch_active: true }), {
+const decision = RecordActionResponseSchema.parse({
+  policy_decision: "deny",
+  kill_switch_active: true,
   event_id: "e1",
 });
 
@@ -63,8 +69,9 @@ describe("error hierarchy (spec: Errors)", () => {
 });
 
 describe("decisions", () => {
-  it("fills every spec default and keeps the wire's snake_case names", () => {
-    const d = fromWire(WireDecisionSchema.parse({ policy_decision: "allow_with_flag" }), {
+  it("is the wire decision as the contract parses it: every spec default, the wire's snake_case names", () => {
+    const d = RecordActionResponseSchema.parse({
+      policy_decision: "allow_with_flag",
       event_id: "e",
       sequence: 3,
       category: "default",
@@ -84,18 +91,18 @@ describe("decisions", () => {
       auto_paused: false,
       event_id: "e",
       sequence: 3,
-      approval_id: null,
-      exception_id: null,
       category: "default",
-      flagged: true,
+      approval_id: null,
+      approval_expires_at: null,
+      exception_id: null,
     });
   });
 
   it("the fail-mode allow is flagged, unrecorded and says why", () => {
     const d = failModeAllowDecision("default", "default", "connection refused");
+    expect(PolicyDecisionSchema.parse(d)).toEqual(d);
     expect(d).toMatchObject({
       policy_decision: "allow_with_flag",
-      flagged: true,
       event_id: null,
       decision_source: "fail_mode",
     });

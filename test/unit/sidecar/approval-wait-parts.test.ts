@@ -5,12 +5,12 @@
  */
 import { describe, expect, it } from "vitest";
 import { LOCAL_ORIGINS, parseConfig } from "../../../sidecar/config.js";
-import { ErrorCode, GatewayError, invalidArgument } from "../../../sidecar/errors.js";
-import { fingerprintOf, reattachKey } from "../../../sidecar/governor.js";
-import { originAllowed } from "../../../sidecar/mcp-origin.js";
-import { decodeStatusDetails, encodeStatusDetails } from "../../../sidecar/status-details.js";
-import type { InvokeInput } from "../../../sidecar/validate.js";
-import { parseIdempotencyKey } from "../../../sidecar/validate.js";
+import { fingerprintOf, reattachKey } from "../../../sidecar/core/fingerprint.js";
+import { originAllowed } from "../../../sidecar/faces/mcp/origin.js";
+import { ErrorCode, GatewayError, invalidArgument } from "../../../sidecar/wire/errors.js";
+import { decodeStatusDetails, encodeStatusDetails } from "../../../sidecar/wire/status-details.js";
+import type { InvokeInput } from "../../../sidecar/wire/validate.js";
+import { parseIdempotencyKey } from "../../../sidecar/wire/validate.js";
 
 describe("originAllowed", () => {
   it.each([

@@ -1,9 +1,9 @@
 /**
- * sidecar/errors.ts classifies the SDK's errors by type and the service's codes by the contract's
+ * sidecar/wire/errors.ts classifies the SDK's errors by type and the service's codes by the contract's
  * ApiErrorCode table, never by the text of a message.
  */
 import { describe, expect, it } from "vitest";
-import { toGatewayError } from "../../../sidecar/errors.js";
+import { toGatewayError } from "../../../sidecar/wire/errors.js";
 import { ApiErrorCode } from "../../../src/contract/v1/errors.js";
 import { InvalidArgumentError, PolicyViolationError, ServiceApiError } from "../../../src/sdk/index.js";
 

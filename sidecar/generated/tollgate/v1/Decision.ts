@@ -50,6 +50,10 @@ export interface Decision {
    * True when policy_decision is allow_with_flag.
    */
   'flagged'?: (boolean);
+  /**
+   * 1-based position of the recorded event in the chain; absent when nothing was recorded.
+   */
+  'sequence'?: (number);
   '_policy_name'?: "policy_name";
   '_pause_reason'?: "pause_reason";
   '_remediation'?: "remediation";
@@ -61,6 +65,7 @@ export interface Decision {
   '_approval_id'?: "approval_id";
   '_exception_id'?: "exception_id";
   '_category'?: "category";
+  '_sequence'?: "sequence";
 }
 
 /**
@@ -112,6 +117,10 @@ export interface Decision__Output {
    * True when policy_decision is allow_with_flag.
    */
   'flagged': (boolean);
+  /**
+   * 1-based position of the recorded event in the chain; absent when nothing was recorded.
+   */
+  'sequence'?: (number);
   '_policy_name'?: "policy_name";
   '_pause_reason'?: "pause_reason";
   '_remediation'?: "remediation";
@@ -123,4 +132,5 @@ export interface Decision__Output {
   '_approval_id'?: "approval_id";
   '_exception_id'?: "exception_id";
   '_category'?: "category";
+  '_sequence'?: "sequence";
 }

@@ -3,9 +3,9 @@
  * fails here records no event. Messages start with the proto field name.
  */
 import { z } from "zod";
+import type { Struct__Output } from "../generated/google/protobuf/Struct.js";
+import type { InvokeRequest__Output } from "../generated/tollgate/v1/InvokeRequest.js";
 import { invalidArgument } from "./errors.js";
-import type { Struct__Output } from "./generated/google/protobuf/Struct.js";
-import type { InvokeRequest__Output } from "./generated/tollgate/v1/InvokeRequest.js";
 import { type JsonObject, structToJson, structToJsonSized } from "./struct.js";
 
 /** A validated Invoke. */

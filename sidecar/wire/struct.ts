@@ -3,9 +3,9 @@
  * with the shared options (`{ fields: { k: { kind: "stringValue", stringValue: "x" } } }`).
  * Numbers are doubles (proto Value has no integers); NaN and ±Infinity become null.
  */
-import type { ListValue__Output } from "./generated/google/protobuf/ListValue.js";
-import type { Struct, Struct__Output } from "./generated/google/protobuf/Struct.js";
-import type { Value, Value__Output } from "./generated/google/protobuf/Value.js";
+import type { ListValue__Output } from "../generated/google/protobuf/ListValue.js";
+import type { Struct, Struct__Output } from "../generated/google/protobuf/Struct.js";
+import type { Value, Value__Output } from "../generated/google/protobuf/Value.js";
 
 /** A JSON value. */
 export type Json = null | boolean | number | string | Json[] | { [key: string]: Json };

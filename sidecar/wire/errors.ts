@@ -4,7 +4,7 @@
  * code, a stable `tollgate-error-code`, a message and, when the service made one, the decision.
  */
 import { status as GrpcStatus } from "@grpc/grpc-js";
-import { ApiErrorCode } from "../src/contract/v1/errors.js";
+import { ApiErrorCode } from "../../src/contract/v1/errors.js";
 import {
   ActionDeniedError,
   BackendUnavailableError,
@@ -15,8 +15,8 @@ import {
   PolicyViolationError,
   ServiceApiError,
   ServiceKillSwitchError,
-} from "../src/sdk/index.js";
-import type { InvocationResult } from "./metrics.js";
+} from "../../src/sdk/index.js";
+import type { InvocationResult } from "../metrics.js";
 
 /** The stable error codes of the `tollgate-error-code` metadata. */
 export const ErrorCode = {

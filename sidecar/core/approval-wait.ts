@@ -15,8 +15,8 @@
  * or the re-attach window passes (then nothing is forwarded). Withdrawing (MCP tasks/cancel,
  * chain completion, shutdown) aborts the wait; a withdrawn call is never forwarded.
  */
-import { ActionDeniedError, ChainTimeoutError, type PolicyDecision } from "../src/sdk/index.js";
-import { ErrorCode, GatewayError, toGatewayError } from "./errors.js";
+import { ActionDeniedError, ChainTimeoutError, type PolicyDecision } from "../../src/sdk/index.js";
+import { ErrorCode, GatewayError, toGatewayError } from "../wire/errors.js";
 
 /** Where an approval wait stands. */
 export const WaitStatus = {

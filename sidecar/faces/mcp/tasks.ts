@@ -4,7 +4,7 @@
  * the session that created them, so a client that reconnects with its session id finds them),
  * with two additions: a stored result replaces the waiting status message, and when a client
  * cancels a task (tasks/cancel), `onCancel` withdraws the governed call behind it
- * (approval-wait.ts: never forwarded).
+ * (core/approval-wait.ts: never forwarded).
  *
  * The SDK installs tasks/get, tasks/result, tasks/list (an unknown cursor is -32602) and
  * tasks/cancel over this store.

@@ -4,7 +4,7 @@
  *
  * Errors follow proto/tollgate/v1/gateway.proto: `callback({ code, details, metadata })` with
  * the trailing metadata `tollgate-error-code`, `grpc-status-details-bin` (google.rpc.Status with
- * ErrorInfo and BadRequest, status-details.ts) and, when the service decided,
+ * ErrorInfo and BadRequest, wire/status-details.ts) and, when the service decided,
  * `tollgate-decision-bin` (a serialized tollgate.v1.Decision).
  *
  * Approval waits: Invoke and WatchInvoke pass the call's idempotency key (field
@@ -14,22 +14,20 @@
  */
 import * as grpc from "@grpc/grpc-js";
 import { HealthImplementation } from "grpc-health-check";
-import type { PolicyDecision } from "../src/sdk/index.js";
-import type { WaitUpdate } from "./approval-wait.js";
-import { ErrorCode, GatewayError } from "./errors.js";
-import type { ApprovalUpdate } from "./generated/tollgate/v1/ApprovalUpdate.js";
-import type { Decision } from "./generated/tollgate/v1/Decision.js";
-import type { InvokeRequest__Output } from "./generated/tollgate/v1/InvokeRequest.js";
-import type { InvokeResponse } from "./generated/tollgate/v1/InvokeResponse.js";
-import type { InvokeUpdate } from "./generated/tollgate/v1/InvokeUpdate.js";
-import type { ToolGatewayHandlers } from "./generated/tollgate/v1/ToolGateway.js";
-import type { Governor, InvokeResult } from "./governor.js";
-import type { Logger } from "./logger.js";
-import { encodeDecision, gatewayService, SERVICE_NAME } from "./proto.js";
-import { createReflectionService } from "./reflection.js";
-import { encodeStatusDetails, STATUS_DETAILS_KEY } from "./status-details.js";
-import { jsonToStruct } from "./struct.js";
-import { annotateInvoke, executeToolSpan, grpcServerSpan } from "./tracing.js";
+import type { WaitUpdate } from "../../core/approval-wait.js";
+import type { Governor, InvokeResult } from "../../core/governor.js";
+import type { ApprovalUpdate } from "../../generated/tollgate/v1/ApprovalUpdate.js";
+import type { InvokeRequest__Output } from "../../generated/tollgate/v1/InvokeRequest.js";
+import type { InvokeResponse } from "../../generated/tollgate/v1/InvokeResponse.js";
+import type { InvokeUpdate } from "../../generated/tollgate/v1/InvokeUpdate.js";
+import type { ToolGatewayHandlers } from "../../generated/tollgate/v1/ToolGateway.js";
+import type { Logger } from "../../logger.js";
+import { annotateInvoke, executeToolSpan, grpcServerSpan } from "../../tracing.js";
+import { toProtoDecision } from "../../wire/decision.js";
+import { ErrorCode, GatewayError } from "../../wire/errors.js";
+import { encodeDecision, gatewayService, SERVICE_NAME } from "../../wire/proto.js";
+import { encodeStatusDetails, STATUS_DETAILS_KEY } from "../../wire/status-details.js";
+import { jsonToStruct } from "../../wire/struct.js";
 import {
   type InvokeInput,
   parseChainId,
@@ -38,36 +36,13 @@ import {
   parseIdempotencyKey,
   parseInvoke,
   parseOpenChain,
-} from "./validate.js";
+} from "../../wire/validate.js";
+import { createReflectionService } from "./reflection.js";
 
 /** Metadata key of the idempotency key (the request field `idempotency_key` wins). */
 export const IDEMPOTENCY_KEY_METADATA = "tollgate-idempotency-key";
 /** WatchInvoke repeats the pending ApprovalUpdate this often, in ms. */
 export const WATCH_HEARTBEAT_MS = 15_000;
-
-/** Converts the SDK's decision into the proto Decision (absent optional = null). */
-export function toProtoDecision(d: PolicyDecision, chainId: string): Decision {
-  return {
-    policy_decision: d.policy_decision,
-    decision_reason: d.decision_reason,
-    decision_source: d.decision_source,
-    policy_name: d.policy_name ?? undefined,
-    kill_switch_active: d.kill_switch_active,
-    pause_reason: d.pause_reason ?? undefined,
-    remediation: d.remediation ?? undefined,
-    docs_url: d.docs_url ?? undefined,
-    evaluation_mode: d.evaluation_mode ?? undefined,
-    shadow_decision: d.shadow_decision ?? undefined,
-    estimated_cost_usd: d.estimated_cost_usd ?? undefined,
-    auto_paused: d.auto_paused,
-    chain_id: chainId,
-    event_id: d.event_id ?? undefined,
-    approval_id: d.approval_id ?? undefined,
-    exception_id: d.exception_id ?? undefined,
-    category: d.category ?? undefined,
-    flagged: d.flagged,
-  };
-}
 
 /** A grpc ServiceError for a GatewayError, with the trailing metadata of the contract. */
 export function toServiceError(e: GatewayError, chainId: string | null): Partial<grpc.ServiceError> {

@@ -16,7 +16,7 @@ import path from "node:path";
 import * as protoLoader from "@grpc/proto-loader";
 import { ReflectionService } from "@grpc/reflection";
 import descriptor from "protobufjs/ext/descriptor/index.js";
-import { GATEWAY_PROTO, LOADER_OPTIONS, loadGateway } from "./proto.js";
+import { GATEWAY_PROTO, LOADER_OPTIONS, loadGateway } from "../../wire/proto.js";
 
 type FileProto = descriptor.IFileDescriptorProto;
 

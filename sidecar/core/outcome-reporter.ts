@@ -9,16 +9,18 @@
  *
  * A report never rejects: a batch the service could not take, or an outcome it refused, is
  * counted and logged here, never surfaced to the call (the caller has its answer already).
+ * Reports are tracked per chain: completing a chain first waits for its reports (`settled`), so
+ * the receipt shows every outcome the service accepted.
  */
 import {
   type EventOutcome,
   MAX_OUTCOMES_PER_BATCH,
   type OutcomeReportResult,
   type ServiceClient,
-} from "../src/sdk/index.js";
-import { detached } from "../src/telemetry/tracing.js";
-import type { Logger } from "./logger.js";
-import type { Metrics } from "./metrics.js";
+} from "../../src/sdk/index.js";
+import { detached } from "../../src/telemetry/tracing.js";
+import type { Logger } from "../logger.js";
+import type { Metrics } from "../metrics.js";
 
 /** How long an outcome waits for others to share its request, in ms. */
 export const DEFAULT_LINGER_MS = 10;
@@ -41,6 +43,8 @@ export class OutcomeReporter {
   /** A flush came while a batch was in flight: send again as soon as it is done. */
   #due = false;
   #timer: NodeJS.Timeout | null = null;
+  /** Reports in flight, by chain id. */
+  readonly #inFlight = new Map<string, Set<Promise<void>>>();
 
   constructor(client: ServiceClient, metrics: Metrics, log: Logger, lingerMs = DEFAULT_LINGER_MS) {
     this.#client = client;
@@ -50,10 +54,40 @@ export class OutcomeReporter {
   }
 
   /**
+   * Reports the outcome of event `eventId` in the background. `eventId` null (a fail mode allow:
+   * nothing was recorded to bind it to) reports nothing.
+   */
+  report(chainId: string, eventId: string | null, outcome: EventOutcome): void {
+    if (!eventId) return;
+    const report = this.#queued(chainId, eventId, outcome);
+    const reports = this.#inFlight.get(chainId) ?? new Set<Promise<void>>();
+    this.#inFlight.set(chainId, reports);
+    reports.add(report);
+    void report.then(() => {
+      reports.delete(report);
+      if (reports.size === 0 && this.#inFlight.get(chainId) === reports) this.#inFlight.delete(chainId);
+    });
+  }
+
+  /** Resolves once every report of `chainId` in flight has settled (sent at once). */
+  async settled(chainId: string): Promise<void> {
+    const reports = this.#inFlight.get(chainId);
+    if (!reports) return;
+    this.flush();
+    await Promise.all([...reports]);
+  }
+
+  /** Resolves once every report in flight has settled (sent at once): the end of a drain. */
+  async allSettled(): Promise<void> {
+    this.flush();
+    await Promise.all([...this.#inFlight.values()].flatMap((reports) => [...reports]));
+  }
+
+  /**
    * Queues one outcome; resolves once the service has answered for it (bound or refused) or
    * its batch failed. Never rejects.
    */
-  report(chainId: string, eventId: string, outcome: EventOutcome): Promise<void> {
+  #queued(chainId: string, eventId: string, outcome: EventOutcome): Promise<void> {
     return new Promise<void>((settle) => {
       this.#queue.push({ chain_id: chainId, event_id: eventId, outcome, settle });
       if (this.#queue.length >= MAX_OUTCOMES_PER_BATCH) this.flush();

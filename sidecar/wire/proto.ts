@@ -8,12 +8,12 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import * as grpc from "@grpc/grpc-js";
 import * as protoLoader from "@grpc/proto-loader";
-import { GATEWAY_PROTO, PROTO_LOADER_OPTIONS } from "../src/contract/v1/grpc.js";
-import type { ProtoGrpcType } from "./generated/gateway.js";
-import type { Decision, Decision__Output } from "./generated/tollgate/v1/Decision.js";
+import { GATEWAY_PROTO, PROTO_LOADER_OPTIONS } from "../../src/contract/v1/grpc.js";
+import type { ProtoGrpcType } from "../generated/gateway.js";
+import type { Decision, Decision__Output } from "../generated/tollgate/v1/Decision.js";
 
 /** Directory holding `tollgate/v1/*.proto`. */
-export const PROTO_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../proto");
+export const PROTO_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), "../../proto");
 /** The gateway contract, relative to PROTO_ROOT. */
 export { GATEWAY_PROTO };
 /** Fully qualified service name. */

@@ -8,14 +8,11 @@
  * completed (receipt issued) when the session ends: HTTP DELETE, idle expiry
  * (`sessionIdleMs` with no request and no call in progress or waiting), or sidecar shutdown.
  *
- * A forwarded call's result is the upstream's CallToolResult with `_meta["tollgate.dev/chain_id"]`
- * and `_meta["tollgate.dev/event_id"]` added.
+ * The governed call, its result and its refusals: calls.ts.
  *
  * Refusals: an unknown tool is JSON-RPC -32602 (nothing governed or recorded); arguments that
  * fail the tool's inputSchema are a tool error result, refused before governance; a governed
- * refusal is a tool error result (isError) whose text is the reason, with
- * `_meta["tollgate.dev/error_code"]`, `_meta["tollgate.dev/decision"]` and, for approvals,
- * `_meta["tollgate.dev/approval"]` ({ approval_id, review_url, policy_name }).
+ * refusal is a tool error result (calls.ts).
  *
  * Waiting for approval (README "How each kind of client waits"):
  * - a call with `_meta.progressToken` gets notifications/progress every `progressIntervalMs`
@@ -23,77 +20,54 @@
  *   on progress wait as long as the approval lives;
  * - a task-augmented call (`params.task`) returns a task at once (status working, status message
  *   naming the approval and the review URL); tasks/get, tasks/result, tasks/list, tasks/cancel
- *   work (mcp-tasks.ts); the TTL covers the approval timeout plus the re-attach window;
+ *   work (tasks.ts); the TTL covers the approval timeout plus the re-attach window;
  *   cancelling withdraws the call (never forwarded) and its approval at the service (cancelled,
  *   no longer decidable); the session's chain goes on;
  * - a client that declares URL-mode elicitation gets one `elicitation/create` (mode url) with
- *   the review URL, as information only: its answer changes nothing;
+ *   the review URL, as information only: its answer changes nothing (session.ts);
  * - a retried identical call (same tool, same arguments) joins the pending approval; any other
- *   call meanwhile is refused naming the approval and its review URL (governor.ts).
+ *   call meanwhile is refused naming the approval and its review URL (core/approvals.ts).
  *
- * Origin: a request whose Origin is not allowed gets 403 (mcp-origin.ts).
+ * Origin: a request whose Origin is not allowed gets 403 (origin.ts).
  */
 import { randomUUID } from "node:crypto";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { Server } from "@modelcontextprotocol/sdk/server/index.js";
 import { StreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/streamableHttp.js";
-import type { RequestHandlerExtra } from "@modelcontextprotocol/sdk/shared/protocol.js";
 import {
   CallToolRequestSchema,
-  type CallToolResult,
-  type ElicitRequestURLParams,
   ElicitResultSchema,
   isInitializeRequest,
   ErrorCode as JsonRpcErrorCode,
   ListToolsRequestSchema,
   McpError,
-  type ServerNotification,
-  type ServerRequest,
 } from "@modelcontextprotocol/sdk/types.js";
 import { z } from "zod";
-import type { WaitUpdate } from "./approval-wait.js";
-import { ErrorCode, GatewayError } from "./errors.js";
-import type { Governor } from "./governor.js";
-import { toProtoDecision } from "./grpc.js";
-import type { Logger } from "./logger.js";
-import { originAllowed } from "./mcp-origin.js";
-import { GovernedTaskStore, isTerminalTaskError } from "./mcp-tasks.js";
-import { ToolCatalog } from "./mcp-tools.js";
-import type { Metrics } from "./metrics.js";
-import type { JsonObject } from "./struct.js";
-import { executeToolSpan, mcpServerSpan } from "./tracing.js";
-import type { McpUpstream } from "./upstreams/mcp.js";
-import type { InvokeInput } from "./validate.js";
-import { checkPayloadSize } from "./validate.js";
+import type { Governor } from "../../core/governor.js";
+import type { Logger } from "../../logger.js";
+import type { Metrics } from "../../metrics.js";
+import { executeToolSpan, mcpServerSpan } from "../../tracing.js";
+import type { McpUpstream } from "../../upstreams/mcp.js";
+import { ErrorCode, GatewayError } from "../../wire/errors.js";
+import { GovernedCalls, refusal } from "./calls.js";
+import { originAllowed } from "./origin.js";
+import {
+  type Extra,
+  elicitReview,
+  type RunningTask,
+  requestWaitReporter,
+  type Session,
+  type WaitReporter,
+  waitMessage,
+} from "./session.js";
+import { GovernedTaskStore, isTerminalTaskError } from "./tasks.js";
+import { ToolCatalog } from "./tools.js";
 
 /** The first value of an HTTP header as Node gives it (absent, one value or several). */
 const headerValue = (v: string | string[] | undefined): string | undefined => (Array.isArray(v) ? v[0] : v);
 
 /** The sidecar's identity towards MCP clients. */
 const SERVER_INFO = { name: "tollgate-sidecar", version: "0.1.0" } as const;
-
-type Extra = RequestHandlerExtra<ServerRequest, ServerNotification>;
-
-interface Session {
-  transport: StreamableHTTPServerTransport;
-  server: Server;
-  /** The session's current chain, opened on the first governed tools/call. */
-  chainId: Promise<string> | null;
-  /** The id `chainId` resolved to (null before). */
-  openedChainId: string | null;
-  /** ms timestamp of the last HTTP request of the session. */
-  lastSeen: number;
-  /** tools/call requests and tasks in progress. */
-  active: number;
-}
-
-/** A task-augmented call in progress. */
-interface RunningTask {
-  session: Session;
-  chainId: string | null;
-  input: InvokeInput | null;
-  controller: AbortController;
-}
 
 /** Options of the MCP face. */
 export interface McpFaceOptions {
@@ -107,17 +81,12 @@ export interface McpFaceOptions {
   sessionIdleMs?: number;
   /** ms between notifications/progress of a waiting call (at most 15000). */
   progressIntervalMs?: number;
-  /** Allowed Origins (lowercase; see mcp-origin.ts). */
+  /** Allowed Origins (lowercase; see origin.ts). */
   allowedOrigins?: readonly string[];
   /** ms a task and its result are kept (covers the approval timeout). */
   taskTtlMs?: number;
 }
 
-/** JSON-RPC params the face reads beyond what the SDK validates. */
-const CallMetaSchema = z
-  .object({ progressToken: z.union([z.string(), z.number()]).optional() })
-  .loose()
-  .optional();
 const ListParamsSchema = z.object({ cursor: z.string().optional() }).loose().optional();
 
 /** See the module comment. */
@@ -125,6 +94,7 @@ export class McpFace {
   readonly #o: Required<McpFaceOptions> | (McpFaceOptions & Required<Omit<McpFaceOptions, "metrics">>);
   readonly #sessions = new Map<string, Session>();
   readonly #tools: ToolCatalog;
+  readonly #calls: GovernedCalls;
   readonly #tasks = new GovernedTaskStore();
   readonly #running = new Map<string, RunningTask>();
   readonly #sweeper: NodeJS.Timeout;
@@ -139,6 +109,13 @@ export class McpFace {
       ...options,
     };
     this.#tools = new ToolCatalog(options.upstream);
+    this.#calls = new GovernedCalls({
+      governor: options.governor,
+      agentName: options.agentName,
+      upstreamName: options.upstream.name,
+      maxPayloadBytes: options.maxPayloadBytes,
+      log: options.log,
+    });
     this.#tasks.onCancel = (taskId) => void this.#cancelTask(taskId);
     if (options.metrics) options.metrics.sources.mcpSessions = () => this.#sessions.size;
     this.#sweeper = setInterval(() => this.#expireIdle(), Math.min(this.#o.sessionIdleMs / 2, 15_000));
@@ -222,7 +199,7 @@ export class McpFace {
     session.transport.onclose = () => {
       const id = session.transport.sessionId;
       if (id) this.#sessions.delete(id);
-      void this.#completeChain(session, null);
+      void this.#calls.completeChain(session, null);
     };
     server.setRequestHandler(ListToolsRequestSchema, async (req, extra) => {
       const params = ListParamsSchema.safeParse(req.params);
@@ -265,7 +242,13 @@ export class McpFace {
           session.active++;
           try {
             return await executeToolSpan(name, String(extra.requestId), () =>
-              this.#governedCall(session, name, args, extra.signal, this.#waitReporter(session, extra)),
+              this.#calls.call(
+                session,
+                name,
+                args,
+                extra.signal,
+                requestWaitReporter(session, extra, this.#o.progressIntervalMs, this.#o.log),
+              ),
             );
           } finally {
             session.active--;
@@ -275,77 +258,6 @@ export class McpFace {
       ),
     );
     return session;
-  }
-
-  /** Progress notifications and URL elicitation for a waiting request (not a task). */
-  #waitReporter(session: Session, extra: Extra): WaitReporter {
-    const meta = CallMetaSchema.safeParse(extra._meta);
-    const token = meta.success ? meta.data?.progressToken : undefined;
-    let timer: NodeJS.Timeout | null = null;
-    let n = 0;
-    let elicited = false;
-    const progress = (u: WaitUpdate) => {
-      if (token === undefined) return;
-      n++;
-      extra
-        .sendNotification({
-          method: "notifications/progress",
-          params: { progressToken: token, progress: n, message: waitMessage(u) },
-        })
-        .catch(() => undefined);
-    };
-    return {
-      onWait: (u) => {
-        if (u.status === "pending") {
-          if (!elicited) {
-            elicited = true;
-            this.#elicit(session, u, (params) => extra.sendRequest(params, ElicitResultSchema));
-          }
-          if (!timer) {
-            const started = Date.now() - u.waitedMs;
-            progress(u);
-            timer = setInterval(
-              () => progress({ ...u, waitedMs: Date.now() - started }),
-              this.#o.progressIntervalMs,
-            );
-          }
-          return;
-        }
-        if (timer) clearInterval(timer);
-        timer = null;
-        progress(u);
-      },
-      done: () => {
-        if (timer) clearInterval(timer);
-        timer = null;
-      },
-    };
-  }
-
-  /**
-   * Sends `elicitation/create` (mode url) pointing at the review page when the client declared
-   * URL-mode elicitation. Information only: the answer is logged, never acted on.
-   */
-  #elicit(
-    session: Session,
-    u: WaitUpdate,
-    send: (request: { method: "elicitation/create"; params: ElicitRequestURLParams }) => Promise<unknown>,
-  ): void {
-    const caps = session.server.getClientCapabilities()?.elicitation as { url?: unknown } | undefined;
-    if (!caps?.url) return;
-    send({
-      method: "elicitation/create",
-      params: {
-        mode: "url",
-        message: `${waitMessage(u)}. The call continues by itself once a person decides there.`,
-        elicitationId: u.approvalId,
-        url: u.reviewUrl,
-      },
-    }).then(
-      (answer) => this.#o.log.debug({ approvalId: u.approvalId, answer }, "URL elicitation answered"),
-      (err: Error) =>
-        this.#o.log.debug({ approvalId: u.approvalId, err: err.message }, "URL elicitation failed"),
-    );
   }
 
   /** Creates a task for a task-augmented tools/call and runs the governed call behind it. */
@@ -367,13 +279,18 @@ export class McpFace {
       onWait: (u) => {
         if (u.status !== "pending") return;
         store.updateTaskStatus(task.taskId, "working", waitMessage(u)).catch(() => undefined);
-        this.#elicit(session, u, (request) => session.server.request(request, ElicitResultSchema));
+        elicitReview(
+          session,
+          u,
+          (request) => session.server.request(request, ElicitResultSchema),
+          this.#o.log,
+        );
       },
       done: () => undefined,
     };
     void (async () => {
       try {
-        const result = await this.#governedCall(
+        const result = await this.#calls.call(
           session,
           tool,
           args,
@@ -410,86 +327,6 @@ export class McpFace {
     if (approvalId) await this.#o.governor.withdrawApproval(approvalId, reason);
   }
 
-  /** One governed tools/call; refusals become tool error results. */
-  async #governedCall(
-    session: Session,
-    tool: string,
-    args: Record<string, unknown>,
-    signal: AbortSignal,
-    reporter: WaitReporter,
-    running?: RunningTask,
-  ): Promise<CallToolResult> {
-    const controller = new AbortController();
-    const onAbort = () =>
-      controller.abort(
-        signal.reason instanceof GatewayError
-          ? signal.reason
-          : new GatewayError(ErrorCode.CANCELLED, "the MCP client cancelled the call"),
-      );
-    if (signal.aborted) onAbort();
-    else signal.addEventListener("abort", onAbort, { once: true });
-    let chainId: string | null = null;
-    try {
-      let payload: JsonObject;
-      try {
-        payload = checkPayloadSize(args as JsonObject, this.#o.maxPayloadBytes);
-      } catch (err) {
-        this.#o.governor.countInvalid("mcp");
-        throw err;
-      }
-      session.chainId ??= this.#openChain(session);
-      const opening = session.chainId;
-      chainId = await opening.catch((err) => {
-        if (session.chainId === opening) session.chainId = null; // retry on the next call
-        throw err;
-      });
-      if (session.chainId === opening) session.openedChainId = chainId;
-      const input: InvokeInput = {
-        chainId,
-        agentName: this.#o.agentName,
-        actionType: "tool_call",
-        actionName: tool,
-        payload,
-        parentAgentName: null,
-        upstream: this.#o.upstream.name,
-      };
-      if (running) {
-        running.chainId = chainId;
-        running.input = input;
-      }
-      const r = await this.#o.governor.invoke(input, controller, "mcp", { onWait: reporter.onWait });
-      const result = JSON.parse(r.result!.resultJson) as CallToolResult;
-      return {
-        ...result,
-        _meta: {
-          ...result._meta,
-          "tollgate.dev/chain_id": chainId,
-          "tollgate.dev/event_id": r.decision.event_id,
-        },
-      };
-    } catch (err) {
-      const e = err instanceof GatewayError ? err : new GatewayError(ErrorCode.INTERNAL, "internal error");
-      if (!(err instanceof GatewayError)) this.#o.log.error({ err }, "unexpected error in an MCP tools/call");
-      return refusal(e, chainId);
-    } finally {
-      reporter.done();
-      signal.removeEventListener("abort", onAbort);
-    }
-  }
-
-  #openChain(session: Session): Promise<string> {
-    const client = session.server.getClientVersion();
-    return this.#o.governor.openChain(
-      "mcp-session",
-      {
-        mcp_session_id: session.transport.sessionId ?? null,
-        mcp_client: client ? `${client.name}/${client.version}` : null,
-        upstream: this.#o.upstream.name,
-      },
-      new AbortController(),
-    );
-  }
-
   /** Ends sessions idle for `sessionIdleMs` with nothing in progress or waiting. */
   #expireIdle(): void {
     const now = Date.now();
@@ -501,55 +338,6 @@ export class McpFace {
       void session.transport.close(); // onclose completes the chain
     }
   }
-
-  async #completeChain(
-    session: Pick<Session, "chainId">,
-    failure: { mode: string; message: string } | null,
-  ): Promise<void> {
-    const chainId = await session.chainId?.catch(() => null);
-    if (!chainId) return;
-    try {
-      await this.#o.governor.completeChain(chainId, failure, new AbortController());
-    } catch (err) {
-      const e = err as GatewayError;
-      if (e.code === ErrorCode.CHAIN_COMPLETED) return;
-      this.#o.log.warn({ chainId, err: e.message }, "could not complete the chain of an MCP session");
-    }
-  }
-}
-
-/** What a waiting call does with status updates. */
-interface WaitReporter {
-  onWait: (u: WaitUpdate) => void;
-  done: () => void;
-}
-
-/** The human-readable line of a wait: names the approval and the review URL. */
-export function waitMessage(u: WaitUpdate): string {
-  const policy = u.policyName ? ` (policy ${u.policyName})` : "";
-  if (u.status === "pending")
-    return `Waiting for approval ${u.approvalId}${policy}, ${Math.round(u.waitedMs / 1000)} s so far: review it at ${u.reviewUrl}`;
-  return `Approval ${u.approvalId}${policy}: ${u.status.replace("_", " ")}`;
-}
-
-/** A refused call as a tool error result. */
-function refusal(e: GatewayError, chainId: string | null): CallToolResult {
-  const approvalId = e.context.approvalId ?? e.decision?.approval_id ?? null;
-  return {
-    content: [{ type: "text", text: `Tollgate refused the call (${e.code}): ${e.message}` }],
-    isError: true,
-    _meta: {
-      "tollgate.dev/error_code": e.code,
-      ...(e.decision && { "tollgate.dev/decision": toProtoDecision(e.decision, chainId ?? "") }),
-      ...(approvalId && {
-        "tollgate.dev/approval": {
-          approval_id: approvalId,
-          review_url: e.context.reviewUrl ?? null,
-          policy_name: e.context.policyName ?? e.decision?.policy_name ?? null,
-        },
-      }),
-    },
-  };
 }
 
 const header = (req: IncomingMessage, name: string): string | undefined => {

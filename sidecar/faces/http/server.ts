@@ -9,9 +9,8 @@
  * 0.0.0.0:9091 when injected): the same /healthz, /readyz and /metrics, and never /mcp.
  */
 import http from "node:http";
-import type { Logger } from "./logger.js";
-import type { McpFace } from "./mcp-face.js";
-import type { Metrics } from "./metrics.js";
+import type { Logger } from "../../logger.js";
+import type { Metrics } from "../../metrics.js";
 
 /** What /readyz reports. */
 export interface Readiness {
@@ -20,11 +19,19 @@ export interface Readiness {
   reasons: string[];
 }
 
+/**
+ * What serves /mcp (the MCP face, faces/mcp): given here as a shape so that the HTTP face does
+ * not import another face.
+ */
+export interface McpEndpoint {
+  handle(req: http.IncomingMessage, res: http.ServerResponse): Promise<void>;
+}
+
 /** Options of the HTTP face. */
 export interface HttpFaceOptions {
   metrics: Metrics;
   readiness: () => Readiness;
-  mcp: McpFace | null;
+  mcp: McpEndpoint | null;
   log: Logger;
   /** The probe face: /healthz, /readyz, /metrics only (/mcp answers 404 even with an MCP face). */
   probeOnly?: boolean;

@@ -1,0 +1,153 @@
+/**
+ * The governed tools/call of the MCP face: one Governor invocation (action_type tool_call,
+ * action_name the tool, payload the arguments, agent_name the configured TOLLGATE_AGENT_NAME)
+ * inside the session's chain, opened at its first governed call and completed when the session
+ * ends. A forwarded call's result is the upstream's CallToolResult with
+ * `_meta["tollgate.dev/chain_id"]` and `_meta["tollgate.dev/event_id"]` added; a refusal is a
+ * tool error result (isError) whose text is the reason, with `_meta["tollgate.dev/error_code"]`,
+ * `_meta["tollgate.dev/decision"]` and, for approvals, `_meta["tollgate.dev/approval"]`.
+ */
+import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
+import type { Governor } from "../../core/governor.js";
+import type { Logger } from "../../logger.js";
+import { toProtoDecision } from "../../wire/decision.js";
+import { ErrorCode, GatewayError } from "../../wire/errors.js";
+import type { JsonObject } from "../../wire/struct.js";
+import { checkPayloadSize, type InvokeInput } from "../../wire/validate.js";
+import type { RunningTask, Session, WaitReporter } from "./session.js";
+
+/** What the governed calls of the face need. */
+export interface GovernedCallOptions {
+  governor: Governor;
+  /** The agent name of every call (TOLLGATE_AGENT_NAME). */
+  agentName: string;
+  /** The mcp upstream the face mirrors. */
+  upstreamName: string;
+  maxPayloadBytes: number;
+  log: Logger;
+}
+
+/** See the module comment. */
+export class GovernedCalls {
+  readonly #o: GovernedCallOptions;
+
+  constructor(options: GovernedCallOptions) {
+    this.#o = options;
+  }
+
+  /** One governed tools/call; refusals become tool error results (never rejects). */
+  async call(
+    session: Session,
+    tool: string,
+    args: Record<string, unknown>,
+    signal: AbortSignal,
+    reporter: WaitReporter,
+    running?: RunningTask,
+  ): Promise<CallToolResult> {
+    const controller = new AbortController();
+    const onAbort = () =>
+      controller.abort(
+        signal.reason instanceof GatewayError
+          ? signal.reason
+          : new GatewayError(ErrorCode.CANCELLED, "the MCP client cancelled the call"),
+      );
+    if (signal.aborted) onAbort();
+    else signal.addEventListener("abort", onAbort, { once: true });
+    let chainId: string | null = null;
+    try {
+      let payload: JsonObject;
+      try {
+        payload = checkPayloadSize(args as JsonObject, this.#o.maxPayloadBytes);
+      } catch (err) {
+        this.#o.governor.countInvalid("mcp");
+        throw err;
+      }
+      session.chainId ??= this.#openChain(session);
+      const opening = session.chainId;
+      chainId = await opening.catch((err) => {
+        if (session.chainId === opening) session.chainId = null; // retry on the next call
+        throw err;
+      });
+      if (session.chainId === opening) session.openedChainId = chainId;
+      const input: InvokeInput = {
+        chainId,
+        agentName: this.#o.agentName,
+        actionType: "tool_call",
+        actionName: tool,
+        payload,
+        parentAgentName: null,
+        upstream: this.#o.upstreamName,
+      };
+      if (running) {
+        running.chainId = chainId;
+        running.input = input;
+      }
+      const r = await this.#o.governor.invoke(input, controller, "mcp", { onWait: reporter.onWait });
+      const result = JSON.parse(r.result!.resultJson) as CallToolResult;
+      return {
+        ...result,
+        _meta: {
+          ...result._meta,
+          "tollgate.dev/chain_id": chainId,
+          "tollgate.dev/event_id": r.decision.event_id,
+        },
+      };
+    } catch (err) {
+      const e = err instanceof GatewayError ? err : new GatewayError(ErrorCode.INTERNAL, "internal error");
+      if (!(err instanceof GatewayError)) this.#o.log.error({ err }, "unexpected error in an MCP tools/call");
+      return refusal(e, chainId);
+    } finally {
+      reporter.done();
+      signal.removeEventListener("abort", onAbort);
+    }
+  }
+
+  /** Completes the session's chain, if it has one (the session ended). Never rejects. */
+  async completeChain(
+    session: Pick<Session, "chainId">,
+    failure: { mode: string; message: string } | null,
+  ): Promise<void> {
+    const chainId = await session.chainId?.catch(() => null);
+    if (!chainId) return;
+    try {
+      await this.#o.governor.completeChain(chainId, failure, new AbortController());
+    } catch (err) {
+      const e = err as GatewayError;
+      if (e.code === ErrorCode.CHAIN_COMPLETED) return;
+      this.#o.log.warn({ chainId, err: e.message }, "could not complete the chain of an MCP session");
+    }
+  }
+
+  #openChain(session: Session): Promise<string> {
+    const client = session.server.getClientVersion();
+    return this.#o.governor.openChain(
+      "mcp-session",
+      {
+        mcp_session_id: session.transport.sessionId ?? null,
+        mcp_client: client ? `${client.name}/${client.version}` : null,
+        upstream: this.#o.upstreamName,
+      },
+      new AbortController(),
+    );
+  }
+}
+
+/** A refused call as a tool error result. */
+export function refusal(e: GatewayError, chainId: string | null): CallToolResult {
+  const approvalId = e.context.approvalId ?? e.decision?.approval_id ?? null;
+  return {
+    content: [{ type: "text", text: `Tollgate refused the call (${e.code}): ${e.message}` }],
+    isError: true,
+    _meta: {
+      "tollgate.dev/error_code": e.code,
+      ...(e.decision && { "tollgate.dev/decision": toProtoDecision(e.decision, chainId ?? "") }),
+      ...(approvalId && {
+        "tollgate.dev/approval": {
+          approval_id: approvalId,
+          review_url: e.context.reviewUrl ?? null,
+          policy_name: e.context.policyName ?? e.decision?.policy_name ?? null,
+        },
+      }),
+    },
+  };
+}
