@@ -70,6 +70,8 @@ export interface CelProgram {
   readonly text: string;
   /** Whether the expression reads `chain.actions` (the service reads the chain's actions only then). */
   readonly usesChainActions: boolean;
+  /** Whether the expression may read `action.payload` (the engine converts the payload only then). */
+  readonly readsPayload: boolean;
   /** The library's planned evaluation function. */
   readonly run: (bindings: Record<string, unknown>) => unknown;
 }
@@ -199,9 +201,12 @@ class Refusal extends Error {
  * scope, a field selected directly on a declared map variable is one of its fields, every
  * function exists, message construction is refused; also counts nodes and comprehension depth.
  */
-const checkDeclarations = (root: ExprNode): { usesChainActions: boolean } => {
+const checkDeclarations = (root: ExprNode): { usesChainActions: boolean; readsPayload: boolean } => {
   let nodes = 0;
   let usesChainActions = false;
+  // `action` read otherwise than by selecting a field other than payload may read the payload.
+  let actionReads = 0;
+  let actionFieldReads = 0;
   const visit = (e: ExprNode | undefined, scope: ReadonlySet<string>, depth: number): void => {
     if (e === undefined) return;
     nodes++;
@@ -218,6 +223,7 @@ const checkDeclarations = (root: ExprNode): { usesChainActions: boolean } => {
             e.id,
           );
         }
+        if (name === "action" && !scope.has(name)) actionReads++;
         return;
       }
       case "selectExpr": {
@@ -235,6 +241,7 @@ const checkDeclarations = (root: ExprNode): { usesChainActions: boolean } => {
             );
           }
           if (name === "chain" && k.value.field === "actions") usesChainActions = true;
+          if (name === "action" && k.value.field !== "payload") actionFieldReads++;
         }
         visit(operand, scope, depth);
         return;
@@ -295,7 +302,59 @@ const checkDeclarations = (root: ExprNode): { usesChainActions: boolean } => {
     }
   };
   visit(root, new Set(), 0);
-  return { usesChainActions };
+  return { usesChainActions, readsPayload: actionReads > actionFieldReads };
+};
+
+/** `dyn(operand)`: the identity function, so the planner reads the operand as a value (see below). */
+const dynOf = (operand: ExprNode): ExprNode => ({
+  id: operand.id,
+  exprKind: { case: "callExpr", value: { function: "dyn", args: [operand] } },
+});
+
+/**
+ * Rewrites `x.f…` and `x[k]…` (x a variable) to `dyn(x).f…` / `dyn(x)[k]…` before planning.
+ * Why: the library plans an identifier followed by selections as a qualified name that may be a
+ * protobuf type or enum (`action.payload.path` is looked up as the name "action.payload.path",
+ * then "action.payload", in the activation and the type registry, on every evaluation) before it
+ * reads the variable `action` and selects. The declaration check admits only declared variables,
+ * comprehension variables and type denotations as identifiers, so no such qualified name can
+ * resolve: reading the variable directly gives the same value and the same errors, without the
+ * look-ups (they were a fifth of an evaluation's time).
+ */
+const directVariableReads = (e: ExprNode | undefined): void => {
+  if (e === undefined) return;
+  const k = e.exprKind;
+  switch (k.case) {
+    case "selectExpr":
+      if (k.value.operand?.exprKind.case === "identExpr") k.value.operand = dynOf(k.value.operand);
+      else directVariableReads(k.value.operand);
+      return;
+    case "callExpr": {
+      const { args, target } = k.value;
+      const indexed = (k.value.function === "_[_]" || k.value.function === "_[?_]") && args[0];
+      if (indexed && indexed.exprKind.case === "identExpr") args[0] = dynOf(indexed);
+      directVariableReads(target);
+      for (const arg of args) directVariableReads(arg);
+      return;
+    }
+    case "listExpr":
+      for (const el of k.value.elements) directVariableReads(el);
+      return;
+    case "structExpr":
+      for (const entry of k.value.entries) {
+        if (entry.keyKind.case === "mapKey") directVariableReads(entry.keyKind.value as ExprNode);
+        directVariableReads(entry.value);
+      }
+      return;
+    case "comprehensionExpr": {
+      const c = k.value;
+      for (const part of [c.iterRange, c.accuInit, c.loopCondition, c.loopStep, c.result])
+        directVariableReads(part);
+      return;
+    }
+    default:
+      return;
+  }
 };
 
 /** Expressions compiled so far, by text (the most recently added last). */
@@ -322,8 +381,9 @@ const compileUncached = (text: string): CelCompileResult => {
   }
   const positions = parsed.sourceInfo?.positions ?? {};
   let usesChainActions: boolean;
+  let readsPayload: boolean;
   try {
-    ({ usesChainActions } = checkDeclarations(parsed.expr as unknown as ExprNode));
+    ({ usesChainActions, readsPayload } = checkDeclarations(parsed.expr as unknown as ExprNode));
   } catch (err) {
     if (!(err instanceof Refusal)) throw err;
     const offset = (positions as Record<string, number>)[String(err.exprId)];
@@ -331,11 +391,12 @@ const compileUncached = (text: string): CelCompileResult => {
   }
   let run: CelProgram["run"];
   try {
+    directVariableReads(parsed.expr as unknown as ExprNode);
     run = plan(env, parsed) as CelProgram["run"];
   } catch (err) {
     return refused(text, `cannot be planned: ${(err as Error).message}`, null);
   }
-  return { ok: true, program: { text, usesChainActions, run } };
+  return { ok: true, program: { text, usesChainActions, readsPayload, run } };
 };
 
 /**
@@ -428,8 +489,13 @@ const record = (fields: Record<string, CelReady | ReturnType<typeof timestampFro
  * The CEL variables of one evaluation (build once, pass to every rule's
  * {@link evaluateExpression}). `chain.actions` and `org.environment` are left out when not
  * supplied, so an expression that reads them fails closed instead of seeing an empty value.
+ * `withPayload: false` leaves `action.payload` out (converting it is the costly part): only for
+ * expressions none of which reads it ({@link CelProgram.readsPayload}).
  */
-export const celBindings = (inputs: CelInputs): Record<string, unknown> => {
+export const celBindings = (
+  inputs: CelInputs,
+  { withPayload = true }: { withPayload?: boolean } = {},
+): Record<string, unknown> => {
   const { action, identity, chain } = inputs;
   const chainVars: Record<string, CelReady> = {
     eventCount: BigInt(Math.trunc(chain.event_count)),
@@ -446,7 +512,7 @@ export const celBindings = (inputs: CelInputs): Record<string, unknown> => {
       agentName: action.agent_name,
       type: action.action_type,
       name: action.action_name,
-      payload: jsonForCel(action.payload ?? {}),
+      ...(withPayload && { payload: jsonForCel(action.payload ?? {}) }),
       destinationDomains: celList([...inputs.destinationDomains]),
     }),
     identity:
