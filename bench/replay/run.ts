@@ -9,7 +9,9 @@
  * reports it, the median of `--repeats` replays, and the client's wall time beside it.
  * Target ≥ 50,000 events/s (issue 28), reported, not asserted.
  *
- *   npx tsx bench/replay/run.ts [--recorded 20000] [--events 100000] [--repeats 3] [--quick]
+ * `--profile` runs the service with --cpu-prof into bench/results/profiles/replay/.
+ *
+ *   npx tsx bench/replay/run.ts [--recorded 20000] [--events 100000] [--repeats 3] [--quick] [--profile]
  */
 import { parseArgs } from "node:util";
 import pg from "pg";
@@ -23,6 +25,7 @@ const { values: args } = parseArgs({
     events: { type: "string", default: "100000" },
     repeats: { type: "string", default: "3" },
     quick: { type: "boolean", default: false },
+    profile: { type: "boolean", default: false },
   },
 });
 const quick = args.quick!;
@@ -32,6 +35,7 @@ const repeats = quick ? 1 : Number(args.repeats);
 const PER_CHAIN = 40;
 const CLIENTS = 16;
 const TARGET = 50_000;
+const nodeArgs = args.profile ? ["--cpu-prof", "--cpu-prof-dir=bench/results/profiles/replay"] : [];
 
 const BASE = {
   financial_approval_threshold_usd: 100_000,
@@ -97,7 +101,7 @@ function actionOf(c: number, i: number) {
 async function main() {
   progress(`replay: ${recorded} events recorded through the route, ${total} in all, ${repeats} repeats`);
   const cluster = await startDatabase(["tollgate"]);
-  const svc = await startServiceProcess(cluster.urlOf("tollgate"));
+  const svc = await startServiceProcess(cluster.urlOf("tollgate"), {}, nodeArgs);
   const db = new pg.Client({ connectionString: cluster.urlOf("tollgate") });
   try {
     const key = await benchOrg(svc, "bench");

@@ -485,6 +485,37 @@ const jsonForCel = (value: unknown): CelReady => {
 const record = (fields: Record<string, CelReady | ReturnType<typeof timestampFromMs>>) =>
   celMap(new Map(Object.entries(fields)) as Map<string, CelReady>);
 
+/** The CEL form of action summaries already converted, by the array they came in (see below). */
+const convertedActions = new WeakMap<
+  readonly CelChainAction[],
+  { sources: CelChainAction[]; converted: CelReady[] }
+>();
+
+/**
+ * `chain.actions` in the library's form. A replay hands the engine the same array, one action
+ * longer per event: the summaries converted for earlier events (checked by identity) are
+ * reused, so a chain's replay converts each action once instead of once per later event.
+ * Returns a copy: the caller may append to `actions` afterwards.
+ */
+const chainActionsForCel = (actions: readonly CelChainAction[]): CelReady[] => {
+  let memo = convertedActions.get(actions);
+  if (memo === undefined) {
+    memo = { sources: [], converted: [] };
+    convertedActions.set(actions, memo);
+  }
+  const { sources, converted } = memo;
+  let same = 0;
+  while (same < sources.length && same < actions.length && sources[same] === actions[same]) same++;
+  sources.length = same;
+  converted.length = same;
+  for (let i = same; i < actions.length; i++) {
+    const a = actions[i]!;
+    sources.push(a);
+    converted.push(record({ name: a.name, type: a.type, agentName: a.agent_name }));
+  }
+  return converted.slice();
+};
+
 /**
  * The CEL variables of one evaluation (build once, pass to every rule's
  * {@link evaluateExpression}). `chain.actions` and `org.environment` are left out when not
@@ -503,9 +534,7 @@ export const celBindings = (
     ageSeconds: (inputs.nowMs - chain.started_at_ms) / 1000,
   };
   if (chain.actions_so_far !== undefined) {
-    chainVars.actions = celList(
-      chain.actions_so_far.map((a) => record({ name: a.name, type: a.type, agentName: a.agent_name })),
-    );
+    chainVars.actions = celList(chainActionsForCel(chain.actions_so_far));
   }
   return {
     action: record({
