@@ -144,8 +144,10 @@ export async function replayPolicyFile(
       signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS),
     });
   } catch (err) {
-    const cause = (err as { cause?: { code?: string } }).cause?.code;
-    throw new PolicyReplayInputError(`cannot reach ${endpoint.origin}: ${cause ?? (err as Error).message}`);
+    const cause = (err as { cause?: { code?: string; message?: string } }).cause;
+    throw new PolicyReplayInputError(
+      `cannot reach ${endpoint.origin}: ${cause?.code ?? cause?.message ?? (err as Error).message}`,
+    );
   }
   const text = await res.text();
   let json: unknown;
