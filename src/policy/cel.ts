@@ -72,6 +72,8 @@ export interface CelProgram {
   readonly usesChainActions: boolean;
   /** Whether the expression may read `action.payload` (the engine converts the payload only then). */
   readonly readsPayload: boolean;
+  /** The root variables (CEL_VARIABLES) the expression reads; only these need building. */
+  readonly variables: ReadonlySet<string>;
   /** The library's planned evaluation function. */
   readonly run: (bindings: Record<string, unknown>) => unknown;
 }
@@ -201,8 +203,11 @@ class Refusal extends Error {
  * scope, a field selected directly on a declared map variable is one of its fields, every
  * function exists, message construction is refused; also counts nodes and comprehension depth.
  */
-const checkDeclarations = (root: ExprNode): { usesChainActions: boolean; readsPayload: boolean } => {
+const checkDeclarations = (
+  root: ExprNode,
+): { usesChainActions: boolean; readsPayload: boolean; variables: Set<string> } => {
   let nodes = 0;
+  const variables = new Set<string>();
   let usesChainActions = false;
   // `action` read otherwise than by selecting a field other than payload may read the payload.
   let actionReads = 0;
@@ -223,6 +228,7 @@ const checkDeclarations = (root: ExprNode): { usesChainActions: boolean; readsPa
             e.id,
           );
         }
+        if (!scope.has(name) && Object.hasOwn(CEL_VARIABLES, name)) variables.add(name);
         if (name === "action" && !scope.has(name)) actionReads++;
         return;
       }
@@ -302,7 +308,7 @@ const checkDeclarations = (root: ExprNode): { usesChainActions: boolean; readsPa
     }
   };
   visit(root, new Set(), 0);
-  return { usesChainActions, readsPayload: actionReads > actionFieldReads };
+  return { usesChainActions, readsPayload: actionReads > actionFieldReads, variables };
 };
 
 /** `dyn(operand)`: the identity function, so the planner reads the operand as a value (see below). */
@@ -382,8 +388,9 @@ const compileUncached = (text: string): CelCompileResult => {
   const positions = parsed.sourceInfo?.positions ?? {};
   let usesChainActions: boolean;
   let readsPayload: boolean;
+  let variables: Set<string>;
   try {
-    ({ usesChainActions, readsPayload } = checkDeclarations(parsed.expr as unknown as ExprNode));
+    ({ usesChainActions, readsPayload, variables } = checkDeclarations(parsed.expr as unknown as ExprNode));
   } catch (err) {
     if (!(err instanceof Refusal)) throw err;
     const offset = (positions as Record<string, number>)[String(err.exprId)];
@@ -396,7 +403,7 @@ const compileUncached = (text: string): CelCompileResult => {
   } catch (err) {
     return refused(text, `cannot be planned: ${(err as Error).message}`, null);
   }
-  return { ok: true, program: { text, usesChainActions, readsPayload, run } };
+  return { ok: true, program: { text, usesChainActions, readsPayload, variables, run } };
 };
 
 /**
@@ -481,10 +488,6 @@ const jsonForCel = (value: unknown): CelReady => {
   }
 };
 
-/** A map variable (declared fields only) in the library's form. */
-const record = (fields: Record<string, CelReady | ReturnType<typeof timestampFromMs>>) =>
-  celMap(new Map(Object.entries(fields)) as Map<string, CelReady>);
-
 /** The CEL form of action summaries already converted, by the array they came in (see below). */
 const convertedActions = new WeakMap<
   readonly CelChainAction[],
@@ -511,53 +514,70 @@ const chainActionsForCel = (actions: readonly CelChainAction[]): CelReady[] => {
   for (let i = same; i < actions.length; i++) {
     const a = actions[i]!;
     sources.push(a);
-    converted.push(record({ name: a.name, type: a.type, agentName: a.agent_name }));
+    converted.push(mapOf(["name", a.name], ["type", a.type], ["agentName", a.agent_name]));
   }
   return converted.slice();
 };
+
+/** A map variable in the library's form, from [field, value] pairs. */
+const mapOf = (...entries: [string, unknown][]) => celMap(new Map(entries) as Map<string, CelReady>);
 
 /**
  * The CEL variables of one evaluation (build once, pass to every rule's
  * {@link evaluateExpression}). `chain.actions` and `org.environment` are left out when not
  * supplied, so an expression that reads them fails closed instead of seeing an empty value.
- * `withPayload: false` leaves `action.payload` out (converting it is the costly part): only for
- * expressions none of which reads it ({@link CelProgram.readsPayload}).
+ * Building them is most of an evaluation's fixed cost, so a caller that knows which variables
+ * its expressions read may ask for less: `variables` (default all) names the root variables to
+ * build ({@link CelProgram.variables}), and `withPayload: false` leaves `action.payload` out
+ * (converting it is the costly part; {@link CelProgram.readsPayload}). An expression reading
+ * a variable left out gets an evaluation error, never another value.
  */
 export const celBindings = (
   inputs: CelInputs,
-  { withPayload = true }: { withPayload?: boolean } = {},
+  { withPayload = true, variables }: { withPayload?: boolean; variables?: ReadonlySet<string> } = {},
 ): Record<string, unknown> => {
   const { action, identity, chain } = inputs;
-  const chainVars: Record<string, CelReady> = {
-    eventCount: BigInt(Math.trunc(chain.event_count)),
-    financialExposureUsd: chain.financial_exposure_usd,
-    ageSeconds: (inputs.nowMs - chain.started_at_ms) / 1000,
-  };
-  if (chain.actions_so_far !== undefined) {
-    chainVars.actions = celList(chainActionsForCel(chain.actions_so_far));
+  const wants = (name: string) => variables === undefined || variables.has(name);
+  const bindings: Record<string, unknown> = {};
+  if (wants("action")) {
+    // The declared order (a comprehension over the map's keys sees them in this order).
+    const fields: [string, unknown][] = [
+      ["agentName", action.agent_name],
+      ["type", action.action_type],
+      ["name", action.action_name],
+    ];
+    if (withPayload) fields.push(["payload", jsonForCel(action.payload ?? {})]);
+    fields.push(["destinationDomains", celList([...inputs.destinationDomains])]);
+    bindings.action = mapOf(...fields);
   }
-  return {
-    action: record({
-      agentName: action.agent_name,
-      type: action.action_type,
-      name: action.action_name,
-      ...(withPayload && { payload: jsonForCel(action.payload ?? {}) }),
-      destinationDomains: celList([...inputs.destinationDomains]),
-    }),
-    identity:
+  if (wants("identity")) {
+    bindings.identity =
       identity === null
         ? null
-        : record({
-            namespace: identity.namespace,
-            serviceAccount: `${identity.namespace}/${identity.service_account}`,
-            spiffeId: identity.spiffe_id,
-            podName: identity.pod_name,
-            podUid: identity.pod_uid,
-          }),
-    chain: record(chainVars),
-    org: record(inputs.environment == null ? {} : { environment: inputs.environment }),
-    now: timestampFromMs(inputs.nowMs),
-  };
+        : mapOf(
+            ["namespace", identity.namespace],
+            ["serviceAccount", `${identity.namespace}/${identity.service_account}`],
+            ["spiffeId", identity.spiffe_id],
+            ["podName", identity.pod_name],
+            ["podUid", identity.pod_uid],
+          );
+  }
+  if (wants("chain")) {
+    const fields: [string, unknown][] = [
+      ["eventCount", BigInt(Math.trunc(chain.event_count))],
+      ["financialExposureUsd", chain.financial_exposure_usd],
+      ["ageSeconds", (inputs.nowMs - chain.started_at_ms) / 1000],
+    ];
+    if (chain.actions_so_far !== undefined) {
+      fields.push(["actions", celList(chainActionsForCel(chain.actions_so_far))]);
+    }
+    bindings.chain = mapOf(...fields);
+  }
+  if (wants("org")) {
+    bindings.org = inputs.environment == null ? mapOf() : mapOf(["environment", inputs.environment]);
+  }
+  if (wants("now")) bindings.now = timestampFromMs(inputs.nowMs);
+  return bindings;
 };
 
 /**

@@ -402,6 +402,8 @@ interface PreparedRules {
   rules: readonly PreparedRule[];
   /** Whether any expression reads `action.payload` (only then is the payload converted to CEL). */
   readsPayload: boolean;
+  /** The root CEL variables any expression reads (only these are built per decision). */
+  variables: ReadonlySet<string>;
 }
 
 /** Prepared rules by the custom_rules array of a parsed configuration (one per policy version). */
@@ -416,6 +418,7 @@ const preparedRules = (rules: readonly CustomRule[]): PreparedRules => {
   let hit = prepared.get(rules);
   if (hit === undefined) {
     let readsPayload = false;
+    const variables = new Set<string>();
     const list = rules.map((rule): PreparedRule => {
       const hasMatchers = Object.keys(rule.match).length > 0;
       if (rule.expression === undefined) return { rule, hasMatchers, program: null, compileError: null };
@@ -429,16 +432,17 @@ const preparedRules = (rules: readonly CustomRule[]): PreparedRules => {
         };
       }
       readsPayload ||= compiled.program.readsPayload;
+      for (const v of compiled.program.variables) variables.add(v);
       return { rule, hasMatchers, program: compiled.program, compileError: null };
     });
-    hit = { rules: list, readsPayload };
+    hit = { rules: list, readsPayload, variables };
     prepared.set(rules, hit);
   }
   return hit;
 };
 
 /** The CEL variables of one evaluation (built once, on the first expression, for every rule). */
-const bindingsOf = (ctx: RuleContext, withPayload: boolean): Record<string, unknown> =>
+const bindingsOf = (ctx: RuleContext, { readsPayload, variables }: PreparedRules): Record<string, unknown> =>
   celBindings(
     {
       action: ctx.action,
@@ -448,15 +452,15 @@ const bindingsOf = (ctx: RuleContext, withPayload: boolean): Record<string, unkn
       environment: ctx.org.environment,
       nowMs: ctx.nowMs,
     },
-    { withPayload },
+    { withPayload: readsPayload, variables },
   );
 
 const customRuleTriggers = (ctx: RuleContext): Trigger[] => {
   const { config, action, facts, identity } = ctx;
-  const { rules, readsPayload } = preparedRules(config.custom_rules);
+  const rules = preparedRules(config.custom_rules);
   let bindings: Record<string, unknown> | undefined;
   const triggers: Trigger[] = [];
-  for (const { rule, hasMatchers, program, compileError } of rules) {
+  for (const { rule, hasMatchers, program, compileError } of rules.rules) {
     // The matchers first: they are cheap, and a rule whose matchers fail needs no expression.
     if (hasMatchers && !customRuleMatches(rule, action, facts, identity)) continue;
     // Whether the expression holds: true without one; else the CEL result, or the error text
@@ -464,7 +468,7 @@ const customRuleTriggers = (ctx: RuleContext): Trigger[] => {
     let holds: boolean | string = true;
     if (compileError !== null) holds = compileError;
     else if (program !== null) {
-      bindings ??= bindingsOf(ctx, readsPayload);
+      bindings ??= bindingsOf(ctx, rules);
       const result = evaluateExpression(program, bindings);
       holds = result.ok ? result.value : result.error;
     }
