@@ -20,7 +20,7 @@ import pg from "pg";
 import { api, benchOrg, startDatabase, startServiceProcess } from "../lib/parts.js";
 import { cpuSeconds, machineIdle } from "../lib/proc.js";
 import { progress, report } from "../lib/report.js";
-import { median, type ResultRow, spreadPct } from "../lib/stats.js";
+import { infoRow, median, type ResultRow, spreadPct } from "../lib/stats.js";
 
 const { values: args } = parseArgs({
   options: {
@@ -100,6 +100,13 @@ function actionOf(c: number, i: number) {
     payload: { level: r % 10, q: `q${r}` },
   };
 }
+
+/** A figure without target, events/s (higher is better), rounded. */
+const higherInfo = (figure: string, values: number[]): ResultRow => ({
+  ...infoRow("replay", figure, "events/s", values),
+  value: Math.round(median(values)),
+  better: "higher",
+});
 
 async function main() {
   progress(`replay: ${recorded} events recorded through the route, ${total} in all, ${repeats} repeats`);
@@ -216,34 +223,8 @@ async function main() {
           spreadPct: spreadPct(service),
           repeats,
         },
-        {
-          benchmark: "replay",
-          figure: `events replayed per CPU-second of the service (${label})`,
-          value: Math.round(median(perServiceCpu)),
-          unit: "events/s",
-          baseline: "—",
-          baselineValue: null,
-          ratio: null,
-          better: "higher",
-          target: "—",
-          met: null,
-          spreadPct: spreadPct(perServiceCpu),
-          repeats,
-        },
-        {
-          benchmark: "replay",
-          figure: `events replayed per second, client wall time (${label}, HTTP round trip included)`,
-          value: Math.round(median(wall)),
-          unit: "events/s",
-          baseline: "—",
-          baselineValue: null,
-          ratio: null,
-          better: "higher",
-          target: "—",
-          met: null,
-          spreadPct: spreadPct(wall),
-          repeats,
-        },
+        higherInfo(`events replayed per CPU-second of the service (${label})`, perServiceCpu),
+        higherInfo(`events replayed per second, client wall time (${label}, HTTP round trip included)`, wall),
       );
     }
     report("replay", rowsOut, {

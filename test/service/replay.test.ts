@@ -408,6 +408,8 @@ describe("POST /v1/policies/replay", () => {
       const code = await main(["policy", "replay", ...argv], io);
       return { code, out, err };
     };
+    /** The service and an admin key, as flags. */
+    const flags = () => ["--url", t.url, "--api-key", org.adminKey];
     const windowArgs = () => [
       "--from",
       new Date(windowFrom).toISOString(),
@@ -433,18 +435,7 @@ describe("POST /v1/policies/replay", () => {
       expect(answer).toMatchObject({ changed, events_replayed: expected.length, truncated: false });
 
       // The same from flags, as text for a CI log: counts, each kind with its count, a sample.
-      const text = await cli([
-        candidate,
-        "--url",
-        t.url,
-        "--api-key",
-        org.adminKey,
-        "--replace",
-        "base",
-        "--sample",
-        "3",
-        ...windowArgs(),
-      ]);
+      const text = await cli([candidate, ...flags(), "--replace", "base", "--sample", "3", ...windowArgs()]);
       expect(text.code).toBe(1);
       expect(text.out).toContain(`events read ${CHAINS * EVENTS_PER_CHAIN}, replayed ${expected.length}`);
       for (const [kind, n] of Object.entries(changes)) {
@@ -456,16 +447,7 @@ describe("POST /v1/policies/replay", () => {
 
     it("exit 0 when nothing changes; a GovernancePolicy file is read as the operator maps it", async () => {
       const same = file("same.json", JSON.stringify({ config: BASE }));
-      const r = await cli([
-        same,
-        "--url",
-        t.url,
-        "--api-key",
-        org.adminKey,
-        "--replace",
-        "base",
-        ...windowArgs(),
-      ]);
+      const r = await cli([same, ...flags(), "--replace", "base", ...windowArgs()]);
       expect(r.err).toBe("");
       expect(r.code).toBe(0);
       expect(r.out).toContain("no decision changes");
@@ -523,7 +505,7 @@ describe("POST /v1/policies/replay", () => {
     it("exit 2 on a bad file, a refused request or an unreachable service; --help exits 0", async () => {
       const good = file("good.json", JSON.stringify({ config: BASE }));
       const bad = file("bad.json", JSON.stringify({ config: { financial_approval_threshold_usd: "lots" } }));
-      const auth = ["--url", t.url, "--api-key", org.adminKey];
+      const auth = flags();
       const badFile = await cli([bad, ...auth]);
       expect(badFile.code).toBe(2);
       expect(badFile.err).toMatch(/bad\.json: .*financial_approval_threshold_usd/);
