@@ -11,7 +11,10 @@
  * action; measured in the same run beside the organization without custom rules.
  * Target ≥ 0.8× the no-custom-rules rate.
  *
- *   npx tsx bench/decide-only/run.ts [--clients 16] [--seconds 5] [--repeats 3] [--quick]
+ * `--profile` runs the service with --cpu-prof into bench/results/profiles/decide-only/ (the
+ * profile covers both organizations' runs; bench/HISTORY.md lists its top frames).
+ *
+ *   npx tsx bench/decide-only/run.ts [--clients 16] [--seconds 5] [--repeats 3] [--quick] [--profile]
  */
 import { parseArgs } from "node:util";
 import { benchClient } from "../lib/http.js";
@@ -25,6 +28,7 @@ const { values: args } = parseArgs({
     seconds: { type: "string", default: "5" },
     repeats: { type: "string", default: "3" },
     quick: { type: "boolean", default: false },
+    profile: { type: "boolean", default: false },
   },
 });
 const quick = args.quick!;
@@ -34,6 +38,8 @@ const repeats = quick ? 1 : Number(args.repeats);
 const TARGET = 0.4;
 const CEL_TARGET = 0.8;
 const CEL_RULES = 50;
+const profileDir = "bench/results/profiles/decide-only";
+const nodeArgs = args.profile ? ["--cpu-prof", `--cpu-prof-dir=${profileDir}`] : [];
 
 /** 50 expression-only rules, a mix of action, payload and chain reads; none holds for the benched action. */
 const celRules = Array.from({ length: CEL_RULES }, (_, i) => {
@@ -75,7 +81,7 @@ async function load(
 async function main() {
   progress(`decide-only: ${clients} clients, ${seconds}s per run, ${repeats} repeats`);
   const cluster = await startDatabase(["tollgate"]);
-  const svc = await startServiceProcess(cluster.urlOf("tollgate"));
+  const svc = await startServiceProcess(cluster.urlOf("tollgate"), {}, nodeArgs);
   const hello = await startScript("bench/decide-only/hello.ts");
   try {
     const key = await benchOrg(svc, "bench");

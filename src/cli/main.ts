@@ -15,12 +15,24 @@
  *
  * Exit codes: 0 valid, 1 invalid, 2 usage or input error (bad arguments, unreadable file, not an
  * export or checkpoint, keys that are not an Ed25519 JWKS, JWKS URL unreachable).
+ *
+ *   tollgate policy test <dir> [--json]          offline policy tests (policy-test.ts)
+ *   tollgate policy replay <file> [--url] [--api-key] [--from] [--to] [--replace | --name]
+ *                          [--max-events] [--sample] [--json]
+ *                                                replay a candidate through a service (policy-replay.ts);
+ *                                                exit 0 no change, 1 changes, 2 bad input or unreachable
  */
 import { readFile } from "node:fs/promises";
 import { Command, CommanderError } from "commander";
 import { revocationsOf } from "../receipts/key-validity.js";
 import { VERSION } from "../version.js";
 import { formatReport } from "./format.js";
+import {
+  formatReplayReport,
+  PolicyReplayInputError,
+  type PolicyReplayOptions,
+  replayPolicyFile,
+} from "./policy-replay.js";
 import { formatPolicyTestReport, PolicyTestInputError, runPolicyTests } from "./policy-test.js";
 import { ExportInputError, importJwks, type KeysSource, parseExport, verifyExport } from "./verify-export.js";
 
@@ -34,6 +46,8 @@ export interface Io {
   stderr: (text: string) => void;
   readStdin: () => Promise<string>;
   fetch: typeof fetch;
+  /** Environment variables (TOLLGATE_URL, TOLLGATE_API_KEY); default process.env. */
+  env?: Record<string, string | undefined>;
 }
 
 const defaultIo: Io = {
@@ -154,9 +168,8 @@ export async function main(argv: string[], io: Io = defaultIo): Promise<ExitCode
     .action(async (file: string, opts: VerifyOptions) => {
       code = await verifyCommand(file, opts, io);
     });
-  program
-    .command("policy")
-    .description("policy tools")
+  const policy = program.command("policy").description("policy tools");
+  policy
     .command("test")
     .description(
       "decide the cases of <dir>/*.tollgate-test.yaml against the GovernancePolicy resources of <dir>, offline; exit 0 all pass, 1 a case failed, 2 a bad file",
@@ -167,6 +180,35 @@ export async function main(argv: string[], io: Io = defaultIo): Promise<ExitCode
       const report = await runPolicyTests(dir);
       io.stdout(opts.json ? `${JSON.stringify(report, null, 2)}\n` : formatPolicyTestReport(report));
       code = report.failed === 0 ? ExitCode.valid : ExitCode.invalid;
+    });
+  policy
+    .command("replay")
+    .description(
+      "replay a candidate policy over the organization's recorded events through a running service (POST /v1/policies/replay) and summarize the changed decisions; exit 0 no change, 1 changes found, 2 bad input, service unreachable or request refused",
+    )
+    .argument(
+      "<file>",
+      "a GovernancePolicy resource (YAML or JSON) or an admin API policy body ({config: ...})",
+    )
+    .option("--url <url>", "the service's base URL (default: $TOLLGATE_URL)")
+    .option("--api-key <key>", "an admin API key of the organization (default: $TOLLGATE_API_KEY)")
+    .option("--from <instant>", "start of the window, ISO 8601 (default: 24 hours before --to)")
+    .option("--to <instant>", "end of the window, ISO 8601, exclusive (default: now)")
+    .option("--replace <name>", "the organization's policy the candidate replaces")
+    .option("--name <name>", "the name the candidate is added under (default: replay-candidate)")
+    .option("--max-events <n>", "read at most this many events (service default 100000, at most 200000)")
+    .option("--sample <n>", "list at most this many changed events (default 20, at most 100)")
+    .option("--json", "print the service's answer as JSON")
+    .action(async (file: string, opts: PolicyReplayOptions & { json?: boolean }) => {
+      const env = io.env ?? process.env;
+      const answer = await replayPolicyFile(
+        file,
+        { ...opts, url: opts.url ?? env.TOLLGATE_URL, apiKey: opts.apiKey ?? env.TOLLGATE_API_KEY },
+        io.fetch,
+        Date.now(),
+      );
+      io.stdout(opts.json ? `${JSON.stringify(answer, null, 2)}\n` : formatReplayReport(answer));
+      code = answer.changed === 0 ? ExitCode.valid : ExitCode.invalid;
     });
   try {
     if (argv.length === 0) {
@@ -181,7 +223,12 @@ export async function main(argv: string[], io: Io = defaultIo): Promise<ExitCode
         ? ExitCode.valid
         : ExitCode.usage;
     }
-    if (err instanceof UsageError || err instanceof ExportInputError || err instanceof PolicyTestInputError) {
+    if (
+      err instanceof UsageError ||
+      err instanceof ExportInputError ||
+      err instanceof PolicyTestInputError ||
+      err instanceof PolicyReplayInputError
+    ) {
       io.stderr(`tollgate: ${err.message}\n`);
       return ExitCode.usage;
     }

@@ -70,6 +70,10 @@ export interface CelProgram {
   readonly text: string;
   /** Whether the expression reads `chain.actions` (the service reads the chain's actions only then). */
   readonly usesChainActions: boolean;
+  /** Whether the expression may read `action.payload` (the engine converts the payload only then). */
+  readonly readsPayload: boolean;
+  /** The root variables (CEL_VARIABLES) the expression reads; only these need building. */
+  readonly variables: ReadonlySet<string>;
   /** The library's planned evaluation function. */
   readonly run: (bindings: Record<string, unknown>) => unknown;
 }
@@ -199,9 +203,15 @@ class Refusal extends Error {
  * scope, a field selected directly on a declared map variable is one of its fields, every
  * function exists, message construction is refused; also counts nodes and comprehension depth.
  */
-const checkDeclarations = (root: ExprNode): { usesChainActions: boolean } => {
+const checkDeclarations = (
+  root: ExprNode,
+): { usesChainActions: boolean; readsPayload: boolean; variables: Set<string> } => {
   let nodes = 0;
+  const variables = new Set<string>();
   let usesChainActions = false;
+  // `action` read otherwise than by selecting a field other than payload may read the payload.
+  let actionReads = 0;
+  let actionFieldReads = 0;
   const visit = (e: ExprNode | undefined, scope: ReadonlySet<string>, depth: number): void => {
     if (e === undefined) return;
     nodes++;
@@ -218,6 +228,8 @@ const checkDeclarations = (root: ExprNode): { usesChainActions: boolean } => {
             e.id,
           );
         }
+        if (!scope.has(name) && Object.hasOwn(CEL_VARIABLES, name)) variables.add(name);
+        if (name === "action" && !scope.has(name)) actionReads++;
         return;
       }
       case "selectExpr": {
@@ -235,6 +247,7 @@ const checkDeclarations = (root: ExprNode): { usesChainActions: boolean } => {
             );
           }
           if (name === "chain" && k.value.field === "actions") usesChainActions = true;
+          if (name === "action" && k.value.field !== "payload") actionFieldReads++;
         }
         visit(operand, scope, depth);
         return;
@@ -295,7 +308,59 @@ const checkDeclarations = (root: ExprNode): { usesChainActions: boolean } => {
     }
   };
   visit(root, new Set(), 0);
-  return { usesChainActions };
+  return { usesChainActions, readsPayload: actionReads > actionFieldReads, variables };
+};
+
+/** `dyn(operand)`: the identity function, so the planner reads the operand as a value (see below). */
+const dynOf = (operand: ExprNode): ExprNode => ({
+  id: operand.id,
+  exprKind: { case: "callExpr", value: { function: "dyn", args: [operand] } },
+});
+
+/**
+ * Rewrites `x.f…` and `x[k]…` (x a variable) to `dyn(x).f…` / `dyn(x)[k]…` before planning.
+ * Why: the library plans an identifier followed by selections as a qualified name that may be a
+ * protobuf type or enum (`action.payload.path` is looked up as the name "action.payload.path",
+ * then "action.payload", in the activation and the type registry, on every evaluation) before it
+ * reads the variable `action` and selects. The declaration check admits only declared variables,
+ * comprehension variables and type denotations as identifiers, so no such qualified name can
+ * resolve: reading the variable directly gives the same value and the same errors, without the
+ * look-ups (they were a fifth of an evaluation's time).
+ */
+const directVariableReads = (e: ExprNode | undefined): void => {
+  if (e === undefined) return;
+  const k = e.exprKind;
+  switch (k.case) {
+    case "selectExpr":
+      if (k.value.operand?.exprKind.case === "identExpr") k.value.operand = dynOf(k.value.operand);
+      else directVariableReads(k.value.operand);
+      return;
+    case "callExpr": {
+      const { args, target } = k.value;
+      const indexed = (k.value.function === "_[_]" || k.value.function === "_[?_]") && args[0];
+      if (indexed && indexed.exprKind.case === "identExpr") args[0] = dynOf(indexed);
+      directVariableReads(target);
+      for (const arg of args) directVariableReads(arg);
+      return;
+    }
+    case "listExpr":
+      for (const el of k.value.elements) directVariableReads(el);
+      return;
+    case "structExpr":
+      for (const entry of k.value.entries) {
+        if (entry.keyKind.case === "mapKey") directVariableReads(entry.keyKind.value as ExprNode);
+        directVariableReads(entry.value);
+      }
+      return;
+    case "comprehensionExpr": {
+      const c = k.value;
+      for (const part of [c.iterRange, c.accuInit, c.loopCondition, c.loopStep, c.result])
+        directVariableReads(part);
+      return;
+    }
+    default:
+      return;
+  }
 };
 
 /** Expressions compiled so far, by text (the most recently added last). */
@@ -322,8 +387,10 @@ const compileUncached = (text: string): CelCompileResult => {
   }
   const positions = parsed.sourceInfo?.positions ?? {};
   let usesChainActions: boolean;
+  let readsPayload: boolean;
+  let variables: Set<string>;
   try {
-    ({ usesChainActions } = checkDeclarations(parsed.expr as unknown as ExprNode));
+    ({ usesChainActions, readsPayload, variables } = checkDeclarations(parsed.expr as unknown as ExprNode));
   } catch (err) {
     if (!(err instanceof Refusal)) throw err;
     const offset = (positions as Record<string, number>)[String(err.exprId)];
@@ -331,11 +398,12 @@ const compileUncached = (text: string): CelCompileResult => {
   }
   let run: CelProgram["run"];
   try {
+    directVariableReads(parsed.expr as unknown as ExprNode);
     run = plan(env, parsed) as CelProgram["run"];
   } catch (err) {
     return refused(text, `cannot be planned: ${(err as Error).message}`, null);
   }
-  return { ok: true, program: { text, usesChainActions, run } };
+  return { ok: true, program: { text, usesChainActions, readsPayload, variables, run } };
 };
 
 /**
@@ -420,49 +488,96 @@ const jsonForCel = (value: unknown): CelReady => {
   }
 };
 
-/** A map variable (declared fields only) in the library's form. */
-const record = (fields: Record<string, CelReady | ReturnType<typeof timestampFromMs>>) =>
-  celMap(new Map(Object.entries(fields)) as Map<string, CelReady>);
+/** The CEL form of action summaries already converted, by the array they came in (see below). */
+const convertedActions = new WeakMap<
+  readonly CelChainAction[],
+  { sources: CelChainAction[]; converted: CelReady[] }
+>();
+
+/**
+ * `chain.actions` in the library's form. A replay hands the engine the same array, one action
+ * longer per event: the summaries converted for earlier events (checked by identity) are
+ * reused, so a chain's replay converts each action once instead of once per later event.
+ * Returns a copy: the caller may append to `actions` afterwards.
+ */
+const chainActionsForCel = (actions: readonly CelChainAction[]): CelReady[] => {
+  let memo = convertedActions.get(actions);
+  if (memo === undefined) {
+    memo = { sources: [], converted: [] };
+    convertedActions.set(actions, memo);
+  }
+  const { sources, converted } = memo;
+  let same = 0;
+  while (same < sources.length && same < actions.length && sources[same] === actions[same]) same++;
+  sources.length = same;
+  converted.length = same;
+  for (let i = same; i < actions.length; i++) {
+    const a = actions[i]!;
+    sources.push(a);
+    converted.push(mapOf(["name", a.name], ["type", a.type], ["agentName", a.agent_name]));
+  }
+  return converted.slice();
+};
+
+/** A map variable in the library's form, from [field, value] pairs. */
+const mapOf = (...entries: [string, unknown][]) => celMap(new Map(entries) as Map<string, CelReady>);
 
 /**
  * The CEL variables of one evaluation (build once, pass to every rule's
  * {@link evaluateExpression}). `chain.actions` and `org.environment` are left out when not
  * supplied, so an expression that reads them fails closed instead of seeing an empty value.
+ * Building them is most of an evaluation's fixed cost, so a caller that knows which variables
+ * its expressions read may ask for less: `variables` (default all) names the root variables to
+ * build ({@link CelProgram.variables}), and `withPayload: false` leaves `action.payload` out
+ * (converting it is the costly part; {@link CelProgram.readsPayload}). An expression reading
+ * a variable left out gets an evaluation error, never another value.
  */
-export const celBindings = (inputs: CelInputs): Record<string, unknown> => {
+export const celBindings = (
+  inputs: CelInputs,
+  { withPayload = true, variables }: { withPayload?: boolean; variables?: ReadonlySet<string> } = {},
+): Record<string, unknown> => {
   const { action, identity, chain } = inputs;
-  const chainVars: Record<string, CelReady> = {
-    eventCount: BigInt(Math.trunc(chain.event_count)),
-    financialExposureUsd: chain.financial_exposure_usd,
-    ageSeconds: (inputs.nowMs - chain.started_at_ms) / 1000,
-  };
-  if (chain.actions_so_far !== undefined) {
-    chainVars.actions = celList(
-      chain.actions_so_far.map((a) => record({ name: a.name, type: a.type, agentName: a.agent_name })),
-    );
+  const wants = (name: string) => variables === undefined || variables.has(name);
+  const bindings: Record<string, unknown> = {};
+  if (wants("action")) {
+    // The declared order (a comprehension over the map's keys sees them in this order).
+    const fields: [string, unknown][] = [
+      ["agentName", action.agent_name],
+      ["type", action.action_type],
+      ["name", action.action_name],
+    ];
+    if (withPayload) fields.push(["payload", jsonForCel(action.payload ?? {})]);
+    fields.push(["destinationDomains", celList([...inputs.destinationDomains])]);
+    bindings.action = mapOf(...fields);
   }
-  return {
-    action: record({
-      agentName: action.agent_name,
-      type: action.action_type,
-      name: action.action_name,
-      payload: jsonForCel(action.payload ?? {}),
-      destinationDomains: celList([...inputs.destinationDomains]),
-    }),
-    identity:
+  if (wants("identity")) {
+    bindings.identity =
       identity === null
         ? null
-        : record({
-            namespace: identity.namespace,
-            serviceAccount: `${identity.namespace}/${identity.service_account}`,
-            spiffeId: identity.spiffe_id,
-            podName: identity.pod_name,
-            podUid: identity.pod_uid,
-          }),
-    chain: record(chainVars),
-    org: record(inputs.environment == null ? {} : { environment: inputs.environment }),
-    now: timestampFromMs(inputs.nowMs),
-  };
+        : mapOf(
+            ["namespace", identity.namespace],
+            ["serviceAccount", `${identity.namespace}/${identity.service_account}`],
+            ["spiffeId", identity.spiffe_id],
+            ["podName", identity.pod_name],
+            ["podUid", identity.pod_uid],
+          );
+  }
+  if (wants("chain")) {
+    const fields: [string, unknown][] = [
+      ["eventCount", BigInt(Math.trunc(chain.event_count))],
+      ["financialExposureUsd", chain.financial_exposure_usd],
+      ["ageSeconds", (inputs.nowMs - chain.started_at_ms) / 1000],
+    ];
+    if (chain.actions_so_far !== undefined) {
+      fields.push(["actions", celList(chainActionsForCel(chain.actions_so_far))]);
+    }
+    bindings.chain = mapOf(...fields);
+  }
+  if (wants("org")) {
+    bindings.org = inputs.environment == null ? mapOf() : mapOf(["environment", inputs.environment]);
+  }
+  if (wants("now")) bindings.now = timestampFromMs(inputs.nowMs);
+  return bindings;
 };
 
 /**

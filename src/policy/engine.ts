@@ -42,7 +42,7 @@
  * 6. estimated_cost_usd is set for llm_call (whatever the outcome); decision_source is always
  *    "backend_evaluation" (human_approval is the service's business).
  */
-import { celBindings, compileExpression, evaluateExpression } from "./cel.js";
+import { type CelProgram, celBindings, compileExpression, evaluateExpression } from "./cel.js";
 import { type ActionFacts, domainInList, extractFacts, ownValue, toFiniteNumber } from "./facts.js";
 import type {
   Action,
@@ -386,42 +386,92 @@ export const customRuleMatches = (
   );
 };
 
-/** The CEL variables of one evaluation, built on first use and shared by every rule. */
-const lazyBindings = (ctx: RuleContext): (() => Record<string, unknown>) => {
-  let bindings: Record<string, unknown> | undefined;
-  return () => {
-    bindings ??= celBindings({
+/** A custom rule ready to evaluate: its compiled expression (or why it has none). */
+interface PreparedRule {
+  rule: CustomRule;
+  /** Whether the rule has any matcher (without one, customRuleMatches holds trivially). */
+  hasMatchers: boolean;
+  /** The compiled expression; null without one or when it does not compile. */
+  program: CelProgram | null;
+  /** Why the expression does not compile (impossible for a parsed config; fails closed). */
+  compileError: string | null;
+}
+
+/** A configuration's custom rules, prepared once (see {@link preparedRules}). */
+interface PreparedRules {
+  rules: readonly PreparedRule[];
+  /** Whether any expression reads `action.payload` (only then is the payload converted to CEL). */
+  readsPayload: boolean;
+  /** The root CEL variables any expression reads (only these are built per decision). */
+  variables: ReadonlySet<string>;
+}
+
+/** Prepared rules by the custom_rules array of a parsed configuration (one per policy version). */
+const prepared = new WeakMap<readonly CustomRule[], PreparedRules>();
+
+/**
+ * The custom rules of a configuration with their expressions compiled: once per configuration
+ * object, so per policy version (the service keeps one merged configuration per version, see
+ * service/orgs chainConfigOf), not per decision or per rule.
+ */
+const preparedRules = (rules: readonly CustomRule[]): PreparedRules => {
+  let hit = prepared.get(rules);
+  if (hit === undefined) {
+    let readsPayload = false;
+    const variables = new Set<string>();
+    const list = rules.map((rule): PreparedRule => {
+      const hasMatchers = Object.keys(rule.match).length > 0;
+      if (rule.expression === undefined) return { rule, hasMatchers, program: null, compileError: null };
+      const compiled = compileExpression(rule.expression);
+      if (!compiled.ok) {
+        return {
+          rule,
+          hasMatchers,
+          program: null,
+          compileError: `does not compile: ${compiled.error.message}`,
+        };
+      }
+      readsPayload ||= compiled.program.readsPayload;
+      for (const v of compiled.program.variables) variables.add(v);
+      return { rule, hasMatchers, program: compiled.program, compileError: null };
+    });
+    hit = { rules: list, readsPayload, variables };
+    prepared.set(rules, hit);
+  }
+  return hit;
+};
+
+/** The CEL variables of one evaluation (built once, on the first expression, for every rule). */
+const bindingsOf = (ctx: RuleContext, { readsPayload, variables }: PreparedRules): Record<string, unknown> =>
+  celBindings(
+    {
       action: ctx.action,
       destinationDomains: ctx.facts.domains,
       identity: ctx.identity,
       chain: ctx.chain,
       environment: ctx.org.environment,
       nowMs: ctx.nowMs,
-    });
-    return bindings;
-  };
-};
-
-/**
- * Whether the rule's expression holds: true without an expression; else the CEL result, or the
- * error text when it cannot be evaluated (a write-time check makes a compile error here
- * impossible for a parsed config, but it is handled the same way: fail closed).
- */
-const expressionHolds = (rule: CustomRule, bindings: () => Record<string, unknown>): boolean | string => {
-  if (rule.expression === undefined) return true;
-  const compiled = compileExpression(rule.expression);
-  if (!compiled.ok) return `does not compile: ${compiled.error.message}`;
-  const result = evaluateExpression(compiled.program, bindings());
-  return result.ok ? result.value : result.error;
-};
+    },
+    { withPayload: readsPayload, variables },
+  );
 
 const customRuleTriggers = (ctx: RuleContext): Trigger[] => {
   const { config, action, facts, identity } = ctx;
-  const bindings = lazyBindings(ctx);
+  const rules = preparedRules(config.custom_rules);
+  let bindings: Record<string, unknown> | undefined;
   const triggers: Trigger[] = [];
-  for (const rule of config.custom_rules) {
-    if (!customRuleMatches(rule, action, facts, identity)) continue;
-    const holds = expressionHolds(rule, bindings);
+  for (const { rule, hasMatchers, program, compileError } of rules.rules) {
+    // The matchers first: they are cheap, and a rule whose matchers fail needs no expression.
+    if (hasMatchers && !customRuleMatches(rule, action, facts, identity)) continue;
+    // Whether the expression holds: true without one; else the CEL result, or the error text
+    // when it cannot be evaluated (fail closed).
+    let holds: boolean | string = true;
+    if (compileError !== null) holds = compileError;
+    else if (program !== null) {
+      bindings ??= bindingsOf(ctx, rules);
+      const result = evaluateExpression(program, bindings);
+      holds = result.ok ? result.value : result.error;
+    }
     if (holds === false) continue;
     triggers.push(
       holds === true

@@ -7,9 +7,16 @@
  * for every event, that the engine with the live configuration gives the recorded decision from
  * that state, so the state is the one the live engine saw), and asks the engine for the
  * candidate's decision from the same state. Also: an identical candidate changes nothing, the
- * replay writes nothing, bad bodies are 400 naming the field, non-admins get 403.
+ * replay writes nothing, bad bodies are 400 naming the field, non-admins get 403, and
+ * `tollgate policy replay` (src/cli/policy-replay.ts) over HTTP reports the same exact changes
+ * with its exit codes.
  */
+import { mkdtempSync, writeFileSync } from "node:fs";
+import { type AddressInfo, createServer } from "node:net";
+import os from "node:os";
+import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { type Io, main } from "../../src/cli/main.js";
 import { type EvaluationInput, evaluate } from "../../src/policy/engine.js";
 import { mergePolicyConfig } from "../../src/policy/merge.js";
 import { type ChainActionSummary, type PolicyConfig, PolicyConfigSchema } from "../../src/policy/schema.js";
@@ -133,7 +140,7 @@ describe("POST /v1/policies/replay", () => {
     });
 
   beforeAll(async () => {
-    t = await startTestService();
+    t = await startTestService({ listen: true });
     org = await t.bootstrapOrg("replay");
     const put = await t.call("PUT", "/v1/admin/organizations/replay/policies/base", {
       token: t.adminToken,
@@ -372,5 +379,165 @@ describe("POST /v1/policies/replay", () => {
     expect(client.statusCode).toBe(403);
     const none = await t.call("POST", "/v1/policies/replay", { body: { candidate: {} } });
     expect(none.statusCode).toBe(401);
+  });
+
+  describe("tollgate policy replay (CLI, over HTTP)", () => {
+    const dir = mkdtempSync(path.join(os.tmpdir(), "tg-policy-replay-"));
+    const file = (name: string, text: string) => {
+      const f = path.join(dir, name);
+      writeFileSync(f, text);
+      return f;
+    };
+    const cli = async (
+      argv: string[],
+      env: Record<string, string> = {},
+    ): Promise<{ code: number; out: string; err: string }> => {
+      let out = "";
+      let err = "";
+      const io: Io = {
+        stdout: (x) => {
+          out += x;
+        },
+        stderr: (x) => {
+          err += x;
+        },
+        readStdin: async () => "",
+        fetch: (...a) => fetch(...a),
+        env,
+      };
+      const code = await main(["policy", "replay", ...argv], io);
+      return { code, out, err };
+    };
+    /** The service and an admin key, as flags. */
+    const flags = () => ["--url", t.url, "--api-key", org.adminKey];
+    const windowArgs = () => [
+      "--from",
+      new Date(windowFrom).toISOString(),
+      "--to",
+      new Date(windowTo).toISOString(),
+    ];
+
+    it("reports exactly the changes a direct re-evaluation finds; exit 1 when decisions change", async () => {
+      const candidate = file("candidate.json", JSON.stringify({ config: CANDIDATE }));
+      const changes: Record<string, number> = {};
+      for (const e of expected) if (e.kind) changes[e.kind] = (changes[e.kind] ?? 0) + 1;
+      const changed = expected.filter((e) => e.kind).length;
+
+      // URL and key from the environment; --json prints the service's answer.
+      const json = await cli([candidate, "--replace", "base", "--json", ...windowArgs()], {
+        TOLLGATE_URL: t.url,
+        TOLLGATE_API_KEY: org.adminKey,
+      });
+      expect(json.err).toBe("");
+      expect(json.code).toBe(1);
+      const answer = JSON.parse(json.out);
+      expect(answer.changes).toEqual(changes);
+      expect(answer).toMatchObject({ changed, events_replayed: expected.length, truncated: false });
+
+      // The same from flags, as text for a CI log: counts, each kind with its count, a sample.
+      const text = await cli([candidate, ...flags(), "--replace", "base", "--sample", "3", ...windowArgs()]);
+      expect(text.code).toBe(1);
+      expect(text.out).toContain(`events read ${CHAINS * EVENTS_PER_CHAIN}, replayed ${expected.length}`);
+      for (const [kind, n] of Object.entries(changes)) {
+        expect(text.out).toMatch(new RegExp(`${kind.replace("→", " -> ")}\\s+${n}\n`));
+      }
+      expect(text.out).toContain(`sample (3 of ${changed})`);
+      expect(text.out.trimEnd().endsWith(`CHANGES: ${changed}`)).toBe(true);
+    });
+
+    it("exit 0 when nothing changes; a GovernancePolicy file is read as the operator maps it", async () => {
+      const same = file("same.json", JSON.stringify({ config: BASE }));
+      const r = await cli([same, ...flags(), "--replace", "base", ...windowArgs()]);
+      expect(r.err).toBe("");
+      expect(r.code).toBe(0);
+      expect(r.out).toContain("no decision changes");
+      expect(r.out.trimEnd().endsWith("NO CHANGES")).toBe(true);
+
+      // A GovernancePolicy adding one rule: the CLI's answer is the route's for the mapped body.
+      const resource = file(
+        "policy.yaml",
+        [
+          "apiVersion: tollgate.dev/v1alpha1",
+          "kind: GovernancePolicy",
+          "metadata: { name: no-mail, namespace: agents }",
+          "spec:",
+          "  organizationRef: { name: replay }",
+          "  customRules:",
+          "    - name: no-mail-after-read",
+          "      match: { actionName: send_email }",
+          '      expression: chain.actions.exists(a, a.name == "read_customer")',
+          "      outcome: deny",
+          "      reason: no mail after a customer read",
+          "",
+        ].join("\n"),
+      );
+      const viaCli = await cli([
+        resource,
+        "--url",
+        t.url,
+        "--api-key",
+        org.adminKey,
+        "--json",
+        ...windowArgs(),
+      ]);
+      expect(viaCli.err).toBe("");
+      const direct = await replay({
+        candidate: {
+          custom_rules: [
+            {
+              name: "no-mail-after-read",
+              match: { action_name: "send_email" },
+              expression: 'chain.actions.exists(a, a.name == "read_customer")',
+              outcome: "deny",
+              reason: "no mail after a customer read",
+            },
+          ],
+        },
+      });
+      expect(direct.statusCode, direct.body).toBe(200);
+      const { duration_ms: _a, ...cliAnswer } = JSON.parse(viaCli.out);
+      const { duration_ms: _b, ...routeAnswer } = direct.json();
+      expect(cliAnswer).toEqual(routeAnswer);
+      expect(cliAnswer.changed).toBeGreaterThan(0);
+      expect(viaCli.code).toBe(1);
+    });
+
+    it("exit 2 on a bad file, a refused request or an unreachable service; --help exits 0", async () => {
+      const good = file("good.json", JSON.stringify({ config: BASE }));
+      const bad = file("bad.json", JSON.stringify({ config: { financial_approval_threshold_usd: "lots" } }));
+      const auth = flags();
+      const badFile = await cli([bad, ...auth]);
+      expect(badFile.code).toBe(2);
+      expect(badFile.err).toMatch(/bad\.json: .*financial_approval_threshold_usd/);
+      const missing = await cli([path.join(dir, "nope.yaml"), ...auth]);
+      expect(missing.code).toBe(2);
+      expect(missing.err).toMatch(/nope\.yaml: ENOENT/);
+      const client = await cli([good, "--url", t.url, "--api-key", org.clientKey]);
+      expect(client.code).toBe(2);
+      expect(client.err).toMatch(/HTTP 403/);
+      const unknownPolicy = await cli([good, ...auth, "--replace", "no-such-policy"]);
+      expect(unknownPolicy.code).toBe(2);
+      expect(unknownPolicy.err).toMatch(/HTTP 400: .*body\.replace/);
+      const noKey = await cli([good, "--url", t.url]);
+      expect(noKey.code).toBe(2);
+      expect(noKey.err).toMatch(/TOLLGATE_API_KEY/);
+      const badWindow = await cli([good, ...auth, "--from", "yesterday"]);
+      expect(badWindow.code).toBe(2);
+      expect(badWindow.err).toMatch(/--from: not an ISO 8601 instant/);
+      // A port nothing listens on: one just given by the system and closed again.
+      const port = await new Promise<number>((resolve) => {
+        const server = createServer().listen(0, "127.0.0.1", () => {
+          const { port } = server.address() as AddressInfo;
+          server.close(() => resolve(port));
+        });
+      });
+      const unreachable = await cli([good, "--url", `http://127.0.0.1:${port}`, "--api-key", org.adminKey]);
+      expect(unreachable.code).toBe(2);
+      expect(unreachable.err).toContain(`cannot reach http://127.0.0.1:${port}: ECONNREFUSED`);
+      const help = await cli(["--help"]);
+      expect(help.code).toBe(0);
+      expect(help.out).toMatch(/exit 0 no change, 1 changes found, 2 bad input/);
+      expect(help.out).toContain("--api-key <key>");
+    });
   });
 });

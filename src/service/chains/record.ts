@@ -10,22 +10,14 @@ import { ApiErrorCode } from "../../contract/v1/errors.js";
 import { MAX_BODY_BYTES } from "../../contract/v1/limits.js";
 import type { ChainLifecycle } from "../../contract/v1/wire.js";
 import { evaluate } from "../../policy/engine.js";
-import { mergePolicyConfig } from "../../policy/merge.js";
 import { redactText, sanitizePayload } from "../../policy/sanitize.js";
-import {
-  type Action,
-  type ActiveException,
-  configUsesChainActions,
-  PolicyConfigPatchSchema,
-  type PolicyDecision,
-  type WorkloadIdentity,
-} from "../../policy/schema.js";
+import type { Action, ActiveException, PolicyDecision, WorkloadIdentity } from "../../policy/schema.js";
 import { requestApproval } from "../approvals/request.js";
 import type { Clock } from "../clock.js";
 import type { Database, Queryable } from "../db/pool.js";
 import { conflict } from "../errors.js";
 import { activeExceptions } from "../exceptions/store.js";
-import { type OrgConfigCache, orgById, orgState } from "../orgs/orgs.js";
+import { chainConfigOf, type OrgConfigCache, orgById, orgState } from "../orgs/orgs.js";
 import { advanceChain, advanceOf } from "./counters.js";
 import type { RecordBatcher } from "./record-batch.js";
 import type { CachedChain, ChainSnapshotCache } from "./snapshot-cache.js";
@@ -102,11 +94,7 @@ async function evaluateAction(
   const { row: chain, org } = state;
   const compiled = await configs.get(q, org);
   if (state.merged?.version !== compiled.version) {
-    const config = mergePolicyConfig(
-      compiled.config,
-      PolicyConfigPatchSchema.parse(chain.policy_config as never),
-    );
-    state.merged = { version: compiled.version, config, usesChainActions: configUsesChainActions(config) };
+    state.merged = { version: compiled.version, ...chainConfigOf(compiled, chain.policy_config) };
   }
   const { config, usesChainActions } = state.merged;
   const input = {

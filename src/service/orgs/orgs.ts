@@ -7,6 +7,7 @@ import { createHash, randomUUID } from "node:crypto";
 import type { ApproverTeamSpec, OrganizationSpec, PolicySpec } from "../../contract/v1/admin.js";
 import { combinePolicies, mergePolicyConfig } from "../../policy/merge.js";
 import {
+  configUsesChainActions,
   type OrgState,
   type PolicyConfig,
   PolicyConfigPatchSchema,
@@ -340,6 +341,37 @@ interface CompiledOrgConfig {
   version: string;
   config: PolicyConfig;
   policyVersion: string;
+  /** chainConfigOf's memo: chain policy_config (as JSON) → the merged configuration. */
+  chainConfigs: Map<string, ChainConfig>;
+}
+
+/** An organization configuration merged with one chain's policy_config patch. */
+export interface ChainConfig {
+  config: PolicyConfig;
+  /** Whether an expression of `config` reads `chain.actions` (policy configUsesChainActions). */
+  usesChainActions: boolean;
+}
+
+/** Distinct chain policy_config patches remembered per organization configuration. */
+const CHAIN_CONFIGS_PER_ORG = 256;
+
+/**
+ * The organization configuration `compiled` merged with a chain's policy_config (as
+ * chains/record.ts and replay merge it), memoized per configuration version and patch: merging
+ * re-parses the whole configuration (zod), which with 50 custom rules cost more than deciding.
+ * Most chains have no patch, so the memo holds few entries; it is bounded all the same.
+ * @throws ZodError when the patch does not parse (it was validated when the chain was opened).
+ */
+export function chainConfigOf(compiled: CompiledOrgConfig, policyConfig: unknown): ChainConfig {
+  const key = JSON.stringify(policyConfig ?? {});
+  let hit = compiled.chainConfigs.get(key);
+  if (hit === undefined) {
+    const config = mergePolicyConfig(compiled.config, PolicyConfigPatchSchema.parse(policyConfig ?? {}));
+    hit = { config, usesChainActions: configUsesChainActions(config) };
+    if (compiled.chainConfigs.size >= CHAIN_CONFIGS_PER_ORG) compiled.chainConfigs.clear();
+    compiled.chainConfigs.set(key, hit);
+  }
+  return hit;
 }
 
 /**
@@ -360,6 +392,7 @@ export class OrgConfigCache {
       version: org.config_version,
       config,
       policyVersion: `${labels.length ? labels.join("+") : "defaults"}#${org.config_version.slice(0, 12)}`,
+      chainConfigs: new Map(),
     };
     this.cache.set(org.id, compiled);
     return compiled;

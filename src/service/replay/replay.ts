@@ -46,12 +46,12 @@ import type { Database } from "../db/pool.js";
 import { ApiError, badRequest } from "../errors.js";
 import { effectiveOrgConfig, listPolicies, orgById } from "../orgs/orgs.js";
 import {
-  chainsWithEventsIn,
-  eventsOfChains,
   exceptionsInForce,
   type ReplayChainRow,
   type ReplayEventRow,
   type ReplayException,
+  type ReplayPage,
+  replayPage,
 } from "./store.js";
 
 type ReplayAnswer = WireOf<typeof ReplayResponseSchema>;
@@ -222,10 +222,11 @@ export class Replayer {
 
   /** The chain's effective configuration: the candidate organization config ← its policy_config (as record.ts merges). */
   private configOf(chain: ReplayChainRow) {
-    const key = JSON.stringify(chain.policy_config);
+    const key = chain.policy_config;
     let hit = this.merged.get(key);
     if (!hit) {
-      const config = mergePolicyConfig(this.opts.config, PolicyConfigPatchSchema.parse(chain.policy_config));
+      const patch = PolicyConfigPatchSchema.parse(JSON.parse(chain.policy_config));
+      const config = mergePolicyConfig(this.opts.config, patch);
       hit = { config, withActions: configUsesChainActions(config) };
       this.merged.set(key, hit);
     }
@@ -282,8 +283,14 @@ export class Replayer {
   }
 }
 
-/** Chains read per page; their events come in one query bounded by the remaining max_events. */
-const CHAIN_PAGE = 100;
+/**
+ * Chains read per page (one query: the chains and their events, bounded by the remaining
+ * max_events). Large pages make few round trips; a page's rows are held in memory while it is
+ * decided (at most max_events events).
+ */
+const CHAIN_PAGE = 1000;
+
+const FIRST_CHAIN_ID = "00000000-0000-0000-0000-000000000000";
 
 /**
  * Replays `body.candidate` over the organization's events recorded in [from, to) (see the module
@@ -337,31 +344,53 @@ export async function replayPolicy(
     });
 
     let truncatedBy: ReplayAnswer["truncated_by"] = null;
-    let afterId = "00000000-0000-0000-0000-000000000000";
-    for (;;) {
-      const chains = await chainsWithEventsIn(q, { orgId: opts.orgId, from, to, afterId, limit: CHAIN_PAGE });
-      if (chains.length === 0) break;
-      const budget = body.max_events - replayer.eventsRead;
-      // One more than the budget tells a cut from an exact fit.
-      const events = await eventsOfChains(q, { chainIds: chains.map((c) => c.id), to, limit: budget + 1 });
-      const cut = events.length > budget;
-      if (cut) events.length = budget;
-      let i = 0;
-      for (const chain of chains) {
-        const start = i;
-        while (i < events.length && events[i]!.chain_id === chain.id) i++;
-        if (i > start) replayer.chain(chain, events.slice(start, i));
-        else if (cut) break;
+    // Read-ahead: the next page is asked for before this one is decided, so PostgreSQL reads it
+    // while the engine decides. Its event bound assumes every event of this page counts (one
+    // read after a sequence gap counts fewer); a page cut by that smaller bound is read again
+    // with the exact one, so the result is the same as reading page after page.
+    const read = (afterId: string, budget: number) =>
+      replayPage(q, { orgId: opts.orgId, from, to, afterId, chains: CHAIN_PAGE, limit: budget + 1 }).then(
+        (page) => ({ page, afterId, budget }),
+      );
+    let next: Promise<{ page: ReplayPage; afterId: string; budget: number }> | null = read(
+      FIRST_CHAIN_ID,
+      body.max_events,
+    );
+    try {
+      while (next !== null) {
+        const ahead = await next;
+        const { afterId, budget: readWith } = ahead;
+        let { page } = ahead;
+        next = null;
+        if (page.chains.length === 0) break;
+        const budget = body.max_events - replayer.eventsRead;
+        if (page.events.length > readWith && readWith < budget) {
+          ({ page } = await read(afterId, budget));
+        }
+        const { chains, events } = page;
+        // One more than the budget tells a cut from an exact fit.
+        const cut = events.length > budget;
+        if (cut) events.length = budget;
+        else next = read(chains[chains.length - 1]!.id, budget - events.length);
+        let i = 0;
+        for (const chain of chains) {
+          const start = i;
+          while (i < events.length && events[i]!.chain_id === chain.id) i++;
+          if (i > start) replayer.chain(chain, events.slice(start, i));
+          else if (cut) break;
+        }
+        if (cut) {
+          truncatedBy = "max_events";
+          break;
+        }
+        if (performance.now() - started > timeLimit) {
+          truncatedBy = "time_limit";
+          break;
+        }
       }
-      if (cut) {
-        truncatedBy = "max_events";
-        break;
-      }
-      if (performance.now() - started > timeLimit) {
-        truncatedBy = "time_limit";
-        break;
-      }
-      afterId = chains[chains.length - 1]!.id;
+    } finally {
+      // A read-ahead left when stopping early: let it finish before the transaction ends.
+      await next?.catch(() => undefined);
     }
     return {
       from: from.toISOString(),

@@ -7,11 +7,12 @@ import type { ActiveException, PolicyDecision, WorkloadIdentity } from "../../po
 import type { MetricsDelta } from "../chains/counters.js";
 import type { Queryable } from "../db/pool.js";
 
-/** A chain to replay: its id, when it opened (epoch ms) and its own policy_config patch. */
+/** A chain to replay: its id, when it opened (epoch ms) and its own policy_config patch (JSON text). */
 export interface ReplayChainRow {
   id: string;
   started_at_ms: number;
-  policy_config: Record<string, unknown>;
+  /** The chain's policy_config as JSON text (the key replay memoizes merged configurations by). */
+  policy_config: string;
 }
 
 /** One recorded event as replay reads it. Times in epoch milliseconds. */
@@ -54,72 +55,80 @@ export interface ReplayException extends ActiveException {
   revoked_at_ms: number | null;
 }
 
-/**
- * The next `limit` chains of the organization (by id, after `afterId`) that have at least one
- * event recorded in [from, to).
- */
-export async function chainsWithEventsIn(
-  q: Queryable,
-  opts: { orgId: string; from: Date; to: Date; afterId: string; limit: number },
-): Promise<ReplayChainRow[]> {
-  const { rows } = await q.query(
-    `SELECT c.id, c.started_at, c.policy_config FROM chains c
-     WHERE c.org_id = $1 AND c.started_at < $3 AND (c.completed_at IS NULL OR c.completed_at >= $2) AND c.id > $4
-       AND EXISTS (SELECT 1 FROM chain_events e WHERE e.chain_id = c.id AND e.recorded_at >= $2 AND e.recorded_at < $3)
-     ORDER BY c.id LIMIT $5`,
-    [opts.orgId, opts.from, opts.to, opts.afterId, opts.limit],
-  );
-  return rows.map((r) => ({
-    id: r.id as string,
-    started_at_ms: new Date(r.started_at).getTime(),
-    policy_config: (r.policy_config ?? {}) as Record<string, unknown>,
-  }));
+/** One page of a replay's reads: chains in id order, and their events in chain and sequence order. */
+export interface ReplayPage {
+  chains: ReplayChainRow[];
+  events: ReplayEventRow[];
 }
 
 /**
- * The events of `chainIds` recorded before `to`, in chain id and sequence order, at most `limit`
- * (those before the window too: they rebuild each chain's state).
+ * The next `chains` chains of the organization (by id, after `afterId`) that have at least one
+ * event recorded in [from, to), with their events recorded before `to` (those before the window
+ * too: they rebuild each chain's state), in chain id and sequence order, at most `limit` events.
+ * One query and one round trip per page: only the columns replay reads, the decision's fields
+ * as text (parsing each whole stored decision cost more than deciding again), times as epoch
+ * milliseconds (no date parsing), the chain's columns on every row (a number and a short text).
+ * When fewer than `limit` events come back, every chain of the page is complete.
  */
-export async function eventsOfChains(
+export async function replayPage(
   q: Queryable,
-  opts: { chainIds: string[]; to: Date; limit: number },
-): Promise<ReplayEventRow[]> {
+  opts: { orgId: string; from: Date; to: Date; afterId: string; chains: number; limit: number },
+): Promise<ReplayPage> {
   const { rows } = await q.query(
-    // Only the decision fields replay reads, as text: parsing each whole stored decision cost
-    // more than deciding again.
-    `SELECT id, chain_id, sequence, agent_name, parent_agent_name, action_type, action_name, payload,
-       facts->'metrics_delta' AS metrics_delta, decision->>'policy_decision' AS policy_decision,
-       decision->>'decision_source' AS decision_source, decision->>'policy_name' AS policy_name,
-       decision->>'decision_reason' AS decision_reason, decision->>'kill_switch_active' AS kill_switch_active,
-       decision->>'pause_reason' AS pause_reason, exception_id, approval_id, recorded_at, principal, org_environment
-     FROM chain_events WHERE chain_id = ANY($1::uuid[]) AND recorded_at < $2
-     ORDER BY chain_id, sequence LIMIT $3`,
-    [`{${opts.chainIds.join(",")}}`, opts.to, opts.limit],
+    `WITH page AS (
+       SELECT c.id, c.started_at, c.policy_config FROM chains c
+       WHERE c.org_id = $1 AND c.started_at < $3 AND (c.completed_at IS NULL OR c.completed_at >= $2) AND c.id > $4
+         AND EXISTS (SELECT 1 FROM chain_events e WHERE e.chain_id = c.id AND e.recorded_at >= $2 AND e.recorded_at < $3)
+       ORDER BY c.id LIMIT $5)
+     SELECT e.id, e.chain_id, e.sequence, e.agent_name, e.parent_agent_name, e.action_type, e.action_name, e.payload,
+       e.facts->'metrics_delta' AS metrics_delta, e.decision->>'policy_decision' AS policy_decision,
+       e.decision->>'decision_source' AS decision_source, e.decision->>'policy_name' AS policy_name,
+       e.decision->>'decision_reason' AS decision_reason, e.decision->>'kill_switch_active' AS kill_switch_active,
+       e.decision->>'pause_reason' AS pause_reason, e.exception_id, e.approval_id,
+       floor(extract(epoch FROM e.recorded_at) * 1000)::float8 AS recorded_at_ms, e.principal, e.org_environment,
+       floor(extract(epoch FROM page.started_at) * 1000)::float8 AS chain_started_at_ms,
+       coalesce(page.policy_config, '{}'::jsonb)::text AS chain_policy_config
+     FROM page JOIN chain_events e ON e.chain_id = page.id AND e.recorded_at < $3
+     ORDER BY e.chain_id, e.sequence LIMIT $6`,
+    [opts.orgId, opts.from, opts.to, opts.afterId, opts.chains, opts.limit],
   );
-  return rows.map((r) => ({
-    id: r.id,
-    chain_id: r.chain_id,
-    sequence: r.sequence,
-    agent_name: r.agent_name,
-    parent_agent_name: r.parent_agent_name,
-    action_type: r.action_type,
-    action_name: r.action_name,
-    payload: r.payload,
-    facts: r.metrics_delta ? { metrics_delta: r.metrics_delta } : {},
-    decision: {
-      policy_decision: r.policy_decision,
-      decision_source: r.decision_source,
-      policy_name: r.policy_name,
-      decision_reason: r.decision_reason,
-      kill_switch_active: r.kill_switch_active === "true",
-      pause_reason: r.pause_reason,
-    },
-    exception_id: r.exception_id,
-    approval_id: r.approval_id,
-    recorded_at_ms: new Date(r.recorded_at).getTime(),
-    principal: r.principal ?? null,
-    org_environment: r.org_environment ?? null,
-  }));
+  const chains: ReplayChainRow[] = [];
+  const events: ReplayEventRow[] = new Array(rows.length);
+  for (let i = 0; i < rows.length; i++) {
+    const r = rows[i]!;
+    if (chains.length === 0 || chains[chains.length - 1]!.id !== r.chain_id) {
+      chains.push({
+        id: r.chain_id,
+        started_at_ms: r.chain_started_at_ms,
+        policy_config: r.chain_policy_config,
+      });
+    }
+    events[i] = {
+      id: r.id,
+      chain_id: r.chain_id,
+      sequence: r.sequence,
+      agent_name: r.agent_name,
+      parent_agent_name: r.parent_agent_name,
+      action_type: r.action_type,
+      action_name: r.action_name,
+      payload: r.payload,
+      facts: r.metrics_delta ? { metrics_delta: r.metrics_delta } : {},
+      decision: {
+        policy_decision: r.policy_decision,
+        decision_source: r.decision_source,
+        policy_name: r.policy_name,
+        decision_reason: r.decision_reason,
+        kill_switch_active: r.kill_switch_active === "true",
+        pause_reason: r.pause_reason,
+      },
+      exception_id: r.exception_id,
+      approval_id: r.approval_id,
+      recorded_at_ms: r.recorded_at_ms,
+      principal: r.principal ?? null,
+      org_environment: r.org_environment ?? null,
+    };
+  }
+  return { chains, events };
 }
 
 /** The organization's exceptions that were in force at some instant of [from, to), revoked ones included. */

@@ -1,6 +1,8 @@
 /** CEL expressions in custom rules: the engine's decisions, the variables, the bounds, write-time refusal. */
+
+import { run as celRun, isCelError } from "@bufbuild/cel";
 import { describe, expect, it } from "vitest";
-import { CEL_LIMITS, compileExpression } from "../../../src/policy/cel.js";
+import { CEL_LIMITS, celBindings, compileExpression, evaluateExpression } from "../../../src/policy/cel.js";
 import { sanitizePayload } from "../../../src/policy/sanitize.js";
 import {
   type CustomRule,
@@ -244,5 +246,70 @@ describe("written expressions are compiled and refused with the rule and the pos
     expect(
       PolicyConfigPatchSchema.safeParse({ custom_rules: [rule("chain.eventCount > 100")] }).success,
     ).toBe(true);
+  });
+});
+
+describe("CEL evaluation shortcuts keep the library's results", () => {
+  const inputs = {
+    action: {
+      agent_name: "billing",
+      action_type: "tool_call",
+      action_name: "pay",
+      payload: { invoice: { total: 1200, lines: [{ sku: "a" }] }, "a.b": 1 },
+    },
+    destinationDomains: ["api.example.com"],
+    identity: null,
+    chain: {
+      event_count: 2,
+      financial_exposure_usd: 10,
+      started_at_ms: NOW - 5000,
+      actions_so_far: [{ name: "read_customer", type: "tool_call", agent_name: "billing" }],
+    },
+    environment: "production",
+    nowMs: NOW,
+  };
+  const expressions = [
+    "action.payload.invoice.total > 1000.0",
+    'action.payload["a.b"] == 1.0',
+    "action.payload.missing > 1.0",
+    "has(action.payload.invoice.lines) && size(action.payload.invoice.lines) == 1",
+    'action.name.startsWith("pa") && action["agentName"] == "billing"',
+    'chain.actions.exists(action, action.name == "read_customer")',
+    'chain.actions.exists(a, a.agentName == action.agentName) && org.environment == "production"',
+    "identity.serviceAccount == 'x'",
+    "chain.ageSeconds == 5.0 && now > timestamp('2020-01-01T00:00:00Z')",
+    "action.map(k, k) == ['agentName', 'type', 'name', 'payload', 'destinationDomains']",
+  ];
+  it.each(expressions)("%s: the same value or error as the library's own plan", (text) => {
+    const compiled = compileExpression(text);
+    if (!compiled.ok) throw new Error(compiled.error.message);
+    const all = celBindings(inputs);
+    const library = celRun(text, all as never);
+    const expected = isCelError(library)
+      ? { ok: false, error: library.message }
+      : { ok: true, value: library };
+    expect(evaluateExpression(compiled.program, all)).toEqual(expected);
+    // Only the variables (and the payload) the expression reads, as the engine builds them.
+    const { variables, readsPayload } = compiled.program;
+    expect(
+      evaluateExpression(compiled.program, celBindings(inputs, { variables, withPayload: readsPayload })),
+    ).toEqual(expected);
+  });
+
+  it("records which variables and whether the payload are read", () => {
+    const program = (text: string) => {
+      const c = compileExpression(text);
+      if (!c.ok) throw new Error(c.error.message);
+      return c.program;
+    };
+    expect([...program('action.name == "x"').variables]).toEqual(["action"]);
+    expect(program('action.name == "x"').readsPayload).toBe(false);
+    expect(program("action.payload.x == 1.0").readsPayload).toBe(true);
+    expect(program("size(action) == 5").readsPayload).toBe(true);
+    expect(program('chain.actions.exists(action, action.name == "x")').readsPayload).toBe(false);
+    expect([...program('chain.actions.exists(action, action.name == "x")').variables]).toEqual(["chain"]);
+    expect(
+      [...program("now > timestamp('2020-01-01T00:00:00Z') && org.environment == 'p'").variables].sort(),
+    ).toEqual(["now", "org"]);
   });
 });
