@@ -16,7 +16,7 @@
  */
 import { readFile } from "node:fs/promises";
 import { parseAllDocuments } from "yaml";
-import { policyBody } from "../../operator/crds/mapping.js";
+import { policyBody } from "../../operator/controllers/governancepolicy/mapping.js";
 import { GovernancePolicySpecSchema } from "../../operator/crds/schema.js";
 import { PolicySpecSchema } from "../contract/v1/admin.js";
 import { issueLines } from "../contract/v1/issues.js";
