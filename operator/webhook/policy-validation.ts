@@ -6,7 +6,21 @@
  * the spec is checked by the CRD's OpenAPI schema and its CEL rules before this webhook is asked.
  */
 import { compileExpression } from "../../src/policy/cel.js";
-import type { AdmissionResponse, AdmissionReview } from "./server.js";
+
+/** The parts of an AdmissionReview request the validator reads (server.ts AdmissionReviewSchema). */
+export interface PolicyReviewRequest {
+  uid: string;
+  kind: { group: string; kind: string };
+  operation: string;
+  object?: Record<string, unknown> | null;
+}
+
+/** The validator's `response` (an AdmissionResponse without a patch). */
+export interface PolicyReviewResponse {
+  uid: string;
+  allowed: boolean;
+  status?: { code: number; message: string };
+}
 
 /**
  * Why the custom rules of a GovernancePolicy spec cannot be applied, one message per refused
@@ -35,7 +49,7 @@ export function expressionErrors(spec: unknown): string[] {
  * refused (code 422, the messages of {@link expressionErrors} joined by "; ") when an expression
  * does not compile; anything else is allowed.
  */
-export function reviewPolicy(req: AdmissionReview["request"]): AdmissionResponse {
+export function reviewPolicy(req: PolicyReviewRequest): PolicyReviewResponse {
   const uid = req.uid;
   const isPolicy = req.kind.group === "tollgate.dev" && req.kind.kind === "GovernancePolicy";
   if (!isPolicy || (req.operation !== "CREATE" && req.operation !== "UPDATE") || !req.object) {

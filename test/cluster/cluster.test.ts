@@ -522,13 +522,13 @@ describe("Tollgate in a kind cluster", () => {
         120_000,
       );
       expect(approval.decision.policy_name).toBe(rule);
-      await api(base, adminKey, "POST", `/v1/approvals/${approval.approval_id}/decision`, {
+      const decided = await api(base, adminKey, "POST", `/v1/approvals/${approval.approval_id}/decision`, {
         decision: "deny",
         notes: "denied by the cluster test",
       });
+      expect(decided.status).toBe("denied");
       const result = await call;
       expect(result.ok, JSON.stringify(result)).toBe(false);
-      expect(result.decision?.policy_decision).toBe("deny");
     };
 
     const invoices = (await agent(agentPod, "open", "cluster-cel-invoices")).chain_id;
@@ -543,13 +543,14 @@ describe("Tollgate in a kind cluster", () => {
     );
 
     const history = (await agent(agentPod, "open", "cluster-cel-history")).chain_id;
-    const early = await invoke(history, "send_email", { to: "ops@acme.example" });
+    // No recipient domain: one would first need approval as the agent's first external communication.
+    const early = await invoke(history, "send_email", { template: "weekly-report" });
     expect(early.ok, JSON.stringify(early)).toBe(true); // no customer read yet
     expect((await invoke(history, "read_customer", { id: "c-1" })).ok).toBe(true);
     await refusedAfterApproval(
       history,
       "send_email",
-      { to: "ops@acme.example" },
+      { template: "weekly-report" },
       "no-email-after-customer-read",
     );
 

@@ -1,13 +1,9 @@
 /** The GovernancePolicy validator of the operator's webhook: CEL expressions compiled as the service compiles them. */
 import { describe, expect, it } from "vitest";
 import { expressionErrors, reviewPolicy } from "../../../operator/webhook/policy-validation.js";
-import type { AdmissionReview } from "../../../operator/webhook/server.js";
 
-const request = (
-  spec: unknown,
-  operation = "CREATE",
-  kind = "GovernancePolicy",
-): AdmissionReview["request"] => ({
+/** An AdmissionReview request as the API server sends it. */
+const request = (spec: unknown, operation = "CREATE", kind = "GovernancePolicy") => ({
   uid: "u-1",
   kind: { group: "tollgate.dev", version: "v1alpha1", kind },
   namespace: "team-a",
