@@ -41,7 +41,7 @@ export class GovernancePolicyReconciler extends OrganizationScopedReconciler<Gov
       const applied = await super.apply(ctx, obj, spec);
       return { ...applied, dropConditions: [ConditionType.Replayed] };
     }
-    const org = resolveOrganization(this.scoped.organizations, spec.organizationRef);
+    const org = resolveOrganization(this.o.organizations, spec.organizationRef);
     if ("outcome" in org) return org.outcome;
     const generation = obj.metadata.generation ?? 0;
     let summary = obj.status?.replay;
@@ -105,7 +105,7 @@ export class GovernancePolicyReconciler extends OrganizationScopedReconciler<Gov
     const now = this.o.now?.() ?? new Date();
     const exists = obj.status?.serviceName === name && obj.status.serviceVersion !== undefined;
     try {
-      return await this.scoped.governance.replayPolicy(
+      return await this.o.governance.replayPolicy(
         slug,
         replayRequest(spec.replay!, candidate, name, exists, now),
       );
@@ -114,10 +114,7 @@ export class GovernancePolicyReconciler extends OrganizationScopedReconciler<Gov
         ? /body\.replace: the organization has no policy named/
         : /body\.name: a policy named .* exists/;
       if (!(err instanceof AdminApiError && err.status === 400 && other.test(err.message))) throw err;
-      return this.scoped.governance.replayPolicy(
-        slug,
-        replayRequest(spec.replay!, candidate, name, !exists, now),
-      );
+      return this.o.governance.replayPolicy(slug, replayRequest(spec.replay!, candidate, name, !exists, now));
     }
   }
 }
