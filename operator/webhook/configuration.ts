@@ -43,12 +43,23 @@ const annotation = (key: string) => `object.metadata.annotations['${key}']`;
 const hasAnnotation = (key: string) =>
   `has(object.metadata.annotations) && '${key}' in object.metadata.annotations`;
 
-/** clientConfig of a webhook served on `path` (a URL target is used as given). */
-function clientConfigOf(o: InjectorConfigurationOptions, path: string): Record<string, unknown> {
+/**
+ * What every Tollgate webhook shares: AdmissionReview v1, sideEffects None, the timeout,
+ * failurePolicy Fail, matchPolicy Equivalent, and the clientConfig of `path` (a URL target is
+ * used as given).
+ */
+function webhookBase(o: InjectorConfigurationOptions, path: string): Record<string, unknown> {
   const clientConfig: Record<string, unknown> =
     "url" in o.target ? { url: o.target.url } : { service: { ...o.target.service, path } };
   if (o.caPem) clientConfig.caBundle = Buffer.from(o.caPem).toString("base64");
-  return clientConfig;
+  return {
+    admissionReviewVersions: ["v1"],
+    sideEffects: "None",
+    timeoutSeconds: o.timeoutSeconds ?? 5,
+    failurePolicy: "Fail",
+    matchPolicy: "Equivalent",
+    clientConfig,
+  };
 }
 
 /** kube-system and the operator's namespace, never sent to the webhooks. */
@@ -69,16 +80,10 @@ const metadataOf = (o: InjectorConfigurationOptions, name: string, component: st
 
 /** Builds the MutatingWebhookConfiguration object. */
 export function sidecarInjectorConfiguration(o: InjectorConfigurationOptions): Record<string, unknown> {
-  const clientConfig = clientConfigOf(o, MUTATE_PATH);
   const excluded = excludedNamespaces(o);
   const common = {
-    admissionReviewVersions: ["v1"],
-    sideEffects: "None",
-    timeoutSeconds: o.timeoutSeconds ?? 5,
-    failurePolicy: "Fail",
-    matchPolicy: "Equivalent",
+    ...webhookBase(o, MUTATE_PATH),
     reinvocationPolicy: "Never",
-    clientConfig,
     rules: [
       {
         operations: ["CREATE"],
@@ -139,12 +144,7 @@ export function policyValidatorConfiguration(o: InjectorConfigurationOptions): R
     webhooks: [
       {
         name: "governancepolicies.tollgate.dev",
-        admissionReviewVersions: ["v1"],
-        sideEffects: "None",
-        timeoutSeconds: o.timeoutSeconds ?? 5,
-        failurePolicy: "Fail",
-        matchPolicy: "Equivalent",
-        clientConfig: clientConfigOf(o, VALIDATE_POLICY_PATH),
+        ...webhookBase(o, VALIDATE_POLICY_PATH),
         rules: [
           {
             operations: ["CREATE", "UPDATE"],
