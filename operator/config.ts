@@ -47,6 +47,8 @@ export interface OperatorConfig {
     extraSans: string[];
     /** MutatingWebhookConfiguration whose caBundle the operator keeps current. */
     configurationName: string;
+    /** ValidatingWebhookConfiguration of GovernancePolicies whose caBundle the operator keeps current. */
+    policyValidatorName: string;
     /** Secret (in `namespace`) holding the CA and serving certificate. */
     tlsSecretName: string;
     certMode: CertMode;
@@ -148,6 +150,11 @@ const EnvSchema = z.object({
     .min(1)
     .default("tollgate-sidecar-injector")
     .describe("MutatingWebhookConfiguration whose caBundle is kept current"),
+  TOLLGATE_POLICY_VALIDATOR_CONFIGURATION: z
+    .string()
+    .min(1)
+    .default("tollgate-policy-validator")
+    .describe("ValidatingWebhookConfiguration (GovernancePolicies) whose caBundle is kept current"),
   TOLLGATE_WEBHOOK_TLS_SECRET: z
     .string()
     .min(1)
@@ -327,6 +334,7 @@ export function loadOperatorConfig(env: NodeJS.ProcessEnv = process.env): Operat
         .map((s) => s.trim())
         .filter(Boolean),
       configurationName: e.TOLLGATE_WEBHOOK_CONFIGURATION,
+      policyValidatorName: e.TOLLGATE_POLICY_VALIDATOR_CONFIGURATION,
       tlsSecretName: e.TOLLGATE_WEBHOOK_TLS_SECRET,
       certMode: e.TOLLGATE_WEBHOOK_CERT_MODE,
       certDir: e.TOLLGATE_WEBHOOK_CERT_DIR,

@@ -138,32 +138,45 @@ export async function startOperator(opts: StartOperatorOptions): Promise<Running
     });
     cleanups.push(() => webhook.close());
 
-    // caBundle: published whenever the MutatingWebhookConfiguration appears or changes.
-    const webhookConfigs = new GroupObjects<WebhookConfigurationObject>(
-      json,
-      { group: "admissionregistration.k8s.io", version: "v1", plural: "mutatingwebhookconfigurations" },
-      false,
-    );
+    // caBundle: published whenever the sidecar injector's MutatingWebhookConfiguration or the
+    // policy validator's ValidatingWebhookConfiguration appears or changes.
+    const caTargets = [
+      { plural: "mutatingwebhookconfigurations", name: config.webhook.configurationName },
+      { plural: "validatingwebhookconfigurations", name: config.webhook.policyValidatorName },
+    ].map((t) => ({
+      ...t,
+      objects: new GroupObjects<WebhookConfigurationObject>(
+        json,
+        { group: "admissionregistration.k8s.io", version: "v1", plural: t.plural },
+        false,
+      ),
+    }));
     let publishing = Promise.resolve();
-    const publish = () => {
+    const publish = (only?: (typeof caTargets)[number]) => {
       if (config.webhook.certMode !== CertMode.selfSigned || !serving.caCert) return;
       const ca = serving.caCert;
-      publishing = publishing
-        .then(() => publishCaBundle(webhookConfigs, config.webhook.configurationName, ca, log))
-        .then(() => undefined)
-        .catch((err) => log.warn({ err: (err as Error).message }, "caBundle not published"));
+      for (const t of only ? [only] : caTargets) {
+        publishing = publishing
+          .then(() => publishCaBundle(t.objects, t.name, ca, log))
+          .then(() => undefined)
+          .catch((err) =>
+            log.warn({ err: (err as Error).message, configuration: t.name }, "caBundle not published"),
+          );
+      }
     };
     if (config.webhook.certMode === CertMode.selfSigned) {
-      const configInformer = startInformer<WebhookConfigurationObject & { metadata?: { name?: string } }>({
-        kc,
-        path: webhookConfigs.watchPath,
-        list: () => webhookConfigs.list(),
-        log,
-        delay,
-        onAdd: (c) => c.metadata?.name === config.webhook.configurationName && publish(),
-        onUpdate: (c) => c.metadata?.name === config.webhook.configurationName && publish(),
-      });
-      cleanups.push(() => configInformer.stop());
+      for (const t of caTargets) {
+        const configInformer = startInformer<WebhookConfigurationObject & { metadata?: { name?: string } }>({
+          kc,
+          path: t.objects.watchPath,
+          list: () => t.objects.list(),
+          log,
+          delay,
+          onAdd: (c) => c.metadata?.name === t.name && publish(t),
+          onUpdate: (c) => c.metadata?.name === t.name && publish(t),
+        });
+        cleanups.push(() => configInformer.stop());
+      }
     }
     const certTimer = setInterval(() => {
       loadServing()

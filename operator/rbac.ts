@@ -4,7 +4,7 @@
  * API allows it (create cannot be limited by name).
  */
 import { GROUP, KINDS } from "./crds/schema.js";
-import { WEBHOOK_CONFIGURATION_NAME } from "./webhook/configuration.js";
+import { POLICY_VALIDATOR_NAME, WEBHOOK_CONFIGURATION_NAME } from "./webhook/configuration.js";
 import { API_KEY_SECRET } from "./webhook/sidecar.js";
 
 /** A subject of a binding (ServiceAccount in a cluster; User in tests). */
@@ -21,6 +21,7 @@ export interface RbacNames {
   leaseName?: string;
   tlsSecretName?: string;
   webhookConfigurationName?: string;
+  policyValidatorName?: string;
 }
 
 const plurals = Object.values(KINDS).map((k) => k.plural);
@@ -54,6 +55,17 @@ export function operatorRbac(subject: RbacSubject, n: RbacNames): Record<string,
         apiGroups: ["admissionregistration.k8s.io"],
         resources: ["mutatingwebhookconfigurations"],
         resourceNames: [n.webhookConfigurationName ?? WEBHOOK_CONFIGURATION_NAME],
+        verbs: ["get", "patch"],
+      },
+      {
+        apiGroups: ["admissionregistration.k8s.io"],
+        resources: ["validatingwebhookconfigurations"],
+        verbs: ["list", "watch"],
+      },
+      {
+        apiGroups: ["admissionregistration.k8s.io"],
+        resources: ["validatingwebhookconfigurations"],
+        resourceNames: [n.policyValidatorName ?? POLICY_VALIDATOR_NAME],
         verbs: ["get", "patch"],
       },
     ],

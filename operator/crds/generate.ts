@@ -145,7 +145,7 @@ export function crdFor(def: KindDefinition): Record<string, unknown> {
                 kind: { type: "string" },
                 metadata: { type: "object" },
                 spec: structuralSchema(def.spec),
-                status: structuralSchema(ResourceStatusSchema),
+                status: structuralSchema(def.status ?? ResourceStatusSchema),
               },
               ...rootValidations,
             },

@@ -4,6 +4,7 @@
  * constraints come from the policy engine's contract (src/policy/schema.ts).
  */
 import { z } from "zod";
+import { MAX_REPLAY_EVENTS, MAX_REPLAY_WINDOW_MS } from "../../src/contract/v1/replay.js";
 import {
   CelExpressionSchema,
   ModelPriceSchema,
@@ -16,6 +17,49 @@ import {
 import { cel, domain, email, mapList, OrganizationRefSchema, setList, word } from "./fields.js";
 
 const policy = PolicyConfigSchema.shape;
+
+/** Go duration of hours, minutes and seconds ("24h", "90m", "1h30m"); the API server's CEL parses the same. */
+const DURATION = /^([0-9]+h)?([0-9]+m)?([0-9]+s)?$/;
+
+const replaySpec = z
+  .object({
+    window: z
+      .string()
+      .min(2)
+      .max(20)
+      .regex(DURATION)
+      .refine((w) => replayWindowMs(w) > 0 && replayWindowMs(w) <= MAX_REPLAY_WINDOW_MS, {
+        message: "window must be more than 0s and at most 744h (31 days)",
+      })
+      .meta(
+        cel({
+          rule: "duration(self) > duration('0s') && duration(self) <= duration('744h')",
+          message: "window must be more than 0s and at most 744h (31 days)",
+        }),
+      )
+      .describe('How far back to replay from now: a duration such as "24h" or "90m" (at most 744h).'),
+    maxEvents: z
+      .number()
+      .int()
+      .min(1)
+      .max(MAX_REPLAY_EVENTS)
+      .optional()
+      .describe("Most events the replay reads (default 100000)."),
+    enforce: z
+      .boolean()
+      .default(false)
+      .describe(
+        "false (default): replayed, not applied (the service keeps enforcing what it had); true: applied once replayed.",
+      ),
+  })
+  .strict();
+
+/** A `spec.replay.window` ("24h", "90m", "1h30m", "45s") in milliseconds; NaN when it is not such a duration. */
+export function replayWindowMs(window: string): number {
+  const m = /^(?:(\d+)h)?(?:(\d+)m)?(?:(\d+)s)?$/.exec(window);
+  if (!m || window === "") return Number.NaN;
+  return ((Number(m[1] ?? 0) * 60 + Number(m[2] ?? 0)) * 60 + Number(m[3] ?? 0)) * 1000;
+}
 
 const thresholds = z
   .object({
@@ -247,6 +291,31 @@ export const GovernancePolicySpecSchema = z
       .strict()
       .optional()
       .describe("Price used for models missing from llmPricing."),
+    replay: replaySpec
+      .optional()
+      .describe(
+        "Replay before enforce: each new generation is replayed over the organization's recorded events of the window and summarized in status.replay; while enforce is false it is not applied (docs/policy-cel.md).",
+      ),
   })
   .strict();
 export type GovernancePolicySpec = z.infer<typeof GovernancePolicySpecSchema>;
+
+/** `status.replay`: the summary of the last replay (POST .../policies/replay's answer, without the sample). */
+export const ReplayStatusSchema = z
+  .object({
+    observedGeneration: z.number().int().min(0).describe("metadata.generation that was replayed."),
+    from: z.string().max(64).describe("Start of the window (ISO 8601, inclusive)."),
+    to: z.string().max(64).describe("End of the window (ISO 8601, exclusive)."),
+    eventsRead: z.number().int().min(0).describe("Events read, earlier history of the chains included."),
+    eventsReplayed: z.number().int().min(0).describe("Events of the window decided again."),
+    chainsRead: z.number().int().min(0),
+    changed: z.number().int().min(0).describe("Replayed events whose outcome changes."),
+    changes: z
+      .record(z.string().max(64), z.number().int().min(0))
+      .describe('Changed outcomes by kind ("allow→deny": count).'),
+    durationMs: z.number().min(0).describe("How long the replay took in the service, milliseconds."),
+    truncated: z.boolean().describe("Reading stopped at a bound: later events were not replayed."),
+    truncatedBy: z.enum(["max_events", "time_limit"]).optional(),
+  })
+  .strict();
+export type ReplayStatus = z.infer<typeof ReplayStatusSchema>;

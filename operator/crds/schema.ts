@@ -18,12 +18,17 @@
 import { z } from "zod";
 import { ApproverTeamSpecSchema } from "./approverteam.js";
 import { mapList } from "./fields.js";
-import { GovernancePolicySpecSchema } from "./governancepolicy.js";
+import { GovernancePolicySpecSchema, type ReplayStatus, ReplayStatusSchema } from "./governancepolicy.js";
 import { OrganizationSpecSchema } from "./organization.js";
 
 export { type ApproverTeamSpec, ApproverTeamSpecSchema } from "./approverteam.js";
 export { type CelRule, cel, OrganizationRefSchema } from "./fields.js";
-export { type GovernancePolicySpec, GovernancePolicySpecSchema } from "./governancepolicy.js";
+export {
+  type GovernancePolicySpec,
+  GovernancePolicySpecSchema,
+  type ReplayStatus,
+  ReplayStatusSchema,
+} from "./governancepolicy.js";
 export { type OrganizationSpec, OrganizationSpecSchema } from "./organization.js";
 
 /** API group of every Tollgate resource. */
@@ -61,13 +66,14 @@ export const ResourceStatusSchema = z
       .max(8)
       .optional()
       .meta(mapList("type"))
-      .describe("Ready and Synced."),
+      .describe("Ready and Synced (and Replayed for a GovernancePolicy with spec.replay)."),
     serviceVersion: z.string().max(200).optional().describe("Content version the service answered with."),
     organization: z.string().max(63).optional().describe("Slug of the organization in the service."),
     serviceName: z.string().max(253).optional().describe("Name of the configuration in the service."),
   })
   .strict();
-export type ResourceStatus = z.infer<typeof ResourceStatusSchema>;
+/** The status of any kind; `replay` only ever on a GovernancePolicy (its CRD alone declares it). */
+export type ResourceStatus = z.infer<typeof ResourceStatusSchema> & { replay?: ReplayStatus };
 
 /** Static description of one Tollgate kind: names for the CRD and the operator. */
 export interface KindDefinition {
@@ -77,6 +83,8 @@ export interface KindDefinition {
   shortNames: string[];
   scope: "Cluster" | "Namespaced";
   spec: z.ZodType;
+  /** Status schema when the kind's status has more than {@link ResourceStatusSchema}. */
+  status?: z.ZodType;
   description: string;
   /** Extra printer columns shown before Ready/Synced/Age. */
   extraColumns: { name: string; type: string; jsonPath: string; description: string }[];
@@ -105,6 +113,9 @@ export const KINDS = {
     shortNames: ["tgpol", "gpol"],
     scope: "Namespaced",
     spec: GovernancePolicySpecSchema,
+    status: ResourceStatusSchema.extend({
+      replay: ReplayStatusSchema.optional().describe("The last replay of spec.replay."),
+    }).strict(),
     description:
       "A named policy of an organization: thresholds, allowlists, high-risk agents, scopes, custom rules.",
     extraColumns: [
@@ -113,6 +124,12 @@ export const KINDS = {
         type: "string",
         jsonPath: ".spec.organizationRef.name",
         description: "Organization resource.",
+      },
+      {
+        name: "Replay-Changed",
+        type: "integer",
+        jsonPath: ".status.replay.changed",
+        description: "Decisions the last replay of spec.replay changes.",
       },
     ],
   },

@@ -18,6 +18,11 @@ import type {
   OrganizationSpecSchema,
   PolicySpecSchema,
 } from "../../src/contract/v1/admin.js";
+import {
+  type ReplayRequest,
+  type ReplayResponse,
+  ReplayResponseSchema,
+} from "../../src/contract/v1/replay.js";
 import { traceCarrier } from "../../src/telemetry/tracing.js";
 
 /** Body of PUT /v1/admin/organizations/{slug} (the contract's OrganizationSpecSchema input). */
@@ -211,6 +216,19 @@ export class AdminApiClient {
   /** PUT /v1/admin/organizations/{slug}/policies/{name}. */
   putPolicy(slug: string, name: string, body: PolicyBody) {
     return this.request("PUT", `/v1/admin/organizations/${seg(slug)}/policies/${seg(name)}`, Versioned, body);
+  }
+
+  /**
+   * POST /v1/admin/organizations/{slug}/policies/replay: replays a candidate over the
+   * organization's recorded events (read only; src/contract/v1/replay.ts).
+   */
+  replayPolicy(slug: string, body: ReplayRequest): Promise<ReplayResponse> {
+    return this.request(
+      "POST",
+      `/v1/admin/organizations/${seg(slug)}/policies/replay`,
+      ReplayResponseSchema,
+      body,
+    );
   }
 
   /** DELETE /v1/admin/organizations/{slug}/policies/{name}; a missing organization counts as deleted. */

@@ -6,6 +6,8 @@
  * - `namespaces.sidecar.tollgate.dev`: namespaces labelled tollgate.dev/injection=enabled,
  *   except pods annotated tollgate.dev/inject=false (matchConditions).
  * - `pods.sidecar.tollgate.dev`: other namespaces, only pods annotated tollgate.dev/inject=true.
+ * And the ValidatingWebhookConfiguration `tollgate-policy-validator` of GovernancePolicies
+ * ({@link policyValidatorConfiguration}).
  */
 import { Annotations, Labels } from "./sidecar.js";
 
@@ -13,6 +15,10 @@ import { Annotations, Labels } from "./sidecar.js";
 export const WEBHOOK_CONFIGURATION_NAME = "tollgate-sidecar-injector";
 /** Path the operator serves AdmissionReviews on. */
 export const MUTATE_PATH = "/mutate";
+/** Default name of the ValidatingWebhookConfiguration of GovernancePolicies. */
+export const POLICY_VALIDATOR_NAME = "tollgate-policy-validator";
+/** Path the operator serves GovernancePolicy AdmissionReviews on. */
+export const VALIDATE_POLICY_PATH = "/validate-governancepolicy";
 
 /** Where the API server sends reviews: a Service (in-cluster) or a URL (tests, out-of-cluster). */
 export type WebhookClientTarget =
@@ -37,24 +43,47 @@ const annotation = (key: string) => `object.metadata.annotations['${key}']`;
 const hasAnnotation = (key: string) =>
   `has(object.metadata.annotations) && '${key}' in object.metadata.annotations`;
 
-/** Builds the MutatingWebhookConfiguration object. */
-export function sidecarInjectorConfiguration(o: InjectorConfigurationOptions): Record<string, unknown> {
+/**
+ * What every Tollgate webhook shares: AdmissionReview v1, sideEffects None, the timeout,
+ * failurePolicy Fail, matchPolicy Equivalent, and the clientConfig of `path` (a URL target is
+ * used as given).
+ */
+function webhookBase(o: InjectorConfigurationOptions, path: string): Record<string, unknown> {
   const clientConfig: Record<string, unknown> =
-    "url" in o.target ? { url: o.target.url } : { service: { ...o.target.service, path: MUTATE_PATH } };
+    "url" in o.target ? { url: o.target.url } : { service: { ...o.target.service, path } };
   if (o.caPem) clientConfig.caBundle = Buffer.from(o.caPem).toString("base64");
-  const excluded = {
-    key: "kubernetes.io/metadata.name",
-    operator: "NotIn",
-    values: [...new Set(["kube-system", o.operatorNamespace])],
-  };
-  const common = {
+  return {
     admissionReviewVersions: ["v1"],
     sideEffects: "None",
     timeoutSeconds: o.timeoutSeconds ?? 5,
     failurePolicy: "Fail",
     matchPolicy: "Equivalent",
-    reinvocationPolicy: "Never",
     clientConfig,
+  };
+}
+
+/** kube-system and the operator's namespace, never sent to the webhooks. */
+const excludedNamespaces = (o: InjectorConfigurationOptions) => ({
+  key: "kubernetes.io/metadata.name",
+  operator: "NotIn",
+  values: [...new Set(["kube-system", o.operatorNamespace])],
+});
+
+/** metadata of a webhook configuration (labels, cert-manager's CA injection). */
+const metadataOf = (o: InjectorConfigurationOptions, name: string, component: string) => ({
+  name,
+  labels: { "app.kubernetes.io/name": "tollgate", "app.kubernetes.io/component": component },
+  ...(o.certManagerCertificate && {
+    annotations: { "cert-manager.io/inject-ca-from": o.certManagerCertificate },
+  }),
+});
+
+/** Builds the MutatingWebhookConfiguration object. */
+export function sidecarInjectorConfiguration(o: InjectorConfigurationOptions): Record<string, unknown> {
+  const excluded = excludedNamespaces(o);
+  const common = {
+    ...webhookBase(o, MUTATE_PATH),
+    reinvocationPolicy: "Never",
     rules: [
       {
         operations: ["CREATE"],
@@ -68,13 +97,7 @@ export function sidecarInjectorConfiguration(o: InjectorConfigurationOptions): R
   return {
     apiVersion: "admissionregistration.k8s.io/v1",
     kind: "MutatingWebhookConfiguration",
-    metadata: {
-      name: o.name ?? WEBHOOK_CONFIGURATION_NAME,
-      labels: { "app.kubernetes.io/name": "tollgate", "app.kubernetes.io/component": "sidecar-injector" },
-      ...(o.certManagerCertificate && {
-        annotations: { "cert-manager.io/inject-ca-from": o.certManagerCertificate },
-      }),
-    },
+    metadata: metadataOf(o, o.name ?? WEBHOOK_CONFIGURATION_NAME, "sidecar-injector"),
     webhooks: [
       {
         name: "namespaces.sidecar.tollgate.dev",
@@ -105,3 +128,39 @@ export function sidecarInjectorConfiguration(o: InjectorConfigurationOptions): R
     ],
   };
 }
+
+/**
+ * The ValidatingWebhookConfiguration `tollgate-policy-validator` (the chart renders the same
+ * shape): GovernancePolicy CREATE and UPDATE, only when the spec has a custom rule with an
+ * expression and (on UPDATE) the spec changed (matchConditions: status and finalizer writes never
+ * wait for the webhook); failurePolicy Fail, sideEffects None and the excluded namespaces as for
+ * the sidecar injector. `name` names this configuration.
+ */
+export function policyValidatorConfiguration(o: InjectorConfigurationOptions): Record<string, unknown> {
+  return {
+    apiVersion: "admissionregistration.k8s.io/v1",
+    kind: "ValidatingWebhookConfiguration",
+    metadata: metadataOf(o, o.name ?? POLICY_VALIDATOR_NAME, "policy-validator"),
+    webhooks: [
+      {
+        name: "governancepolicies.tollgate.dev",
+        ...webhookBase(o, VALIDATE_POLICY_PATH),
+        rules: [
+          {
+            operations: ["CREATE", "UPDATE"],
+            apiGroups: ["tollgate.dev"],
+            apiVersions: ["v1alpha1"],
+            resources: ["governancepolicies"],
+            scope: "Namespaced",
+          },
+        ],
+        namespaceSelector: { matchExpressions: [excludedNamespaces(o)] },
+        matchConditions: [{ name: "spec-has-expressions", expression: POLICY_MATCH_CONDITION }],
+      },
+    ],
+  };
+}
+
+/** When the policy validator is asked (also in the chart's template). */
+export const POLICY_MATCH_CONDITION =
+  "(request.operation == 'CREATE' || object.spec != oldObject.spec) && has(object.spec.customRules) && object.spec.customRules.exists(r, has(r.expression))";

@@ -1,15 +1,19 @@
 /**
- * The sidecar-injecting mutating admission webhook: an HTTPS server (Fastify) answering
- * admission.k8s.io/v1 AdmissionReviews on POST /mutate with a base64 JSONPatch built by the pure
- * builder in ./patch.ts. The namespace's labels come from the operator's namespace cache (an API
- * read on a miss). Denials carry a message naming the annotation or label at fault.
+ * The operator's admission webhooks: an HTTPS server (Fastify) answering admission.k8s.io/v1
+ * AdmissionReviews.
+ * - POST /mutate, the sidecar injector: a base64 JSONPatch built by the pure builder in
+ *   ./patch.ts. The namespace's labels come from the operator's namespace cache (an API read on
+ *   a miss). Denials carry a message naming the annotation or label at fault.
+ * - POST /validate-governancepolicy, the policy validator (./policy-validation.ts): refuses a
+ *   GovernancePolicy whose CEL expression does not compile, naming the rule and the position.
  */
 import Fastify, { type FastifyInstance } from "fastify";
 import type { Logger } from "pino";
 import { z } from "zod";
 import { AdmissionOutcome, type OperatorMetrics } from "../metrics.js";
-import { MUTATE_PATH } from "./configuration.js";
+import { MUTATE_PATH, VALIDATE_POLICY_PATH } from "./configuration.js";
 import { buildInjection, type NamespaceLike, type PodLike } from "./patch.js";
+import { reviewPolicy } from "./policy-validation.js";
 import type { InjectionConfig } from "./sidecar.js";
 import type { ServingCert } from "./tls.js";
 
@@ -153,6 +157,23 @@ export async function startWebhookServer(o: WebhookServerOptions): Promise<Webho
     o.metrics.admissions.inc({ outcome: result.outcome });
     end();
     return { apiVersion: "admission.k8s.io/v1", kind: "AdmissionReview", response: result.response };
+  });
+  app.post(VALIDATE_POLICY_PATH, async (req, reply) => {
+    const parsed = AdmissionReviewSchema.safeParse(req.body);
+    if (!parsed.success) {
+      const issue = parsed.error.issues[0];
+      return reply
+        .code(400)
+        .send({ message: `invalid AdmissionReview: ${issue?.path.join(".")}: ${issue?.message}` });
+    }
+    const response = reviewPolicy(parsed.data.request);
+    if (!response.allowed) {
+      o.log.info(
+        { namespace: parsed.data.request.namespace, message: response.status?.message },
+        "GovernancePolicy refused",
+      );
+    }
+    return { apiVersion: "admission.k8s.io/v1", kind: "AdmissionReview", response };
   });
   app.get("/healthz", async () => ({ status: "ok" }));
   await app.listen({ host: o.host, port: o.port });

@@ -2,7 +2,8 @@
  * Serving certificates of the webhook. Self-signed mode: every replica shares one CA and
  * serving certificate stored in a Secret (created by the first replica, regenerated when it
  * nears expiry or lacks a host), and keeps the CA in the caBundle of every webhook of the
- * MutatingWebhookConfiguration. cert-manager mode: the certificate is read from files that
+ * MutatingWebhookConfiguration (sidecar injector) and the ValidatingWebhookConfiguration
+ * (policy validator). cert-manager mode: the certificate is read from files that
  * cert-manager maintains and its CA injector sets the caBundle; the operator touches neither.
  */
 import { readFile } from "node:fs/promises";
@@ -115,7 +116,7 @@ export async function readCertDir(dir: string): Promise<ServingCert> {
   return { cert, key };
 }
 
-/** MutatingWebhookConfiguration as plain JSON (only what the operator reads). */
+/** A Mutating- or ValidatingWebhookConfiguration as plain JSON (only what the operator reads). */
 export interface WebhookConfigurationObject {
   metadata?: { name?: string; resourceVersion?: string };
   webhooks?: Array<{ name: string; clientConfig?: { caBundle?: string } }>;
@@ -139,7 +140,7 @@ export async function publishCaBundle(
     config = await configs.get(name);
   } catch (err) {
     if (isNotFound(err)) return false;
-    throw new Error(`cannot read MutatingWebhookConfiguration ${name}: ${describeKubeError(err)}`);
+    throw new Error(`cannot read webhook configuration ${name}: ${describeKubeError(err)}`);
   }
   const bundle = Buffer.from(caPem).toString("base64");
   const published = structuredClone(config);

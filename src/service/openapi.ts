@@ -69,6 +69,10 @@ export const OPERATION_IDS: Record<string, readonly [operationId: string, summar
   "POST /v1/admin/organizations/:slug/pause": ["setPause", "Pause or resume"],
   "PUT /v1/admin/organizations/:slug/policies/:name": ["putPolicy", "Create or update a named policy"],
   "DELETE /v1/admin/organizations/:slug/policies/:name": ["deletePolicy", "Delete a named policy"],
+  "POST /v1/admin/organizations/:slug/policies/replay": [
+    "replayOrganizationPolicy",
+    "Replay a candidate policy over an organization's recorded events (read only; the operator)",
+  ],
   "PUT /v1/admin/organizations/:slug/approver-teams/:name": [
     "putApproverTeam",
     "Create or update an approver team",

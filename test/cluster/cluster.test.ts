@@ -11,6 +11,8 @@
  *     probes); it governs calls to real MCP servers: allowed calls forwarded, an approval blocks
  *     until approved through the service, a denied call never reaches the tool, the receipt
  *     verifies with `tollgate verify`;
+ *  3a. CEL rules of the examples' policy on a nested payload and on the chain's history decide the
+ *     agent's calls; `kubectl apply` of a policy whose expression does not compile is refused;
  *  3b. verified identity and tool credentials (examples/identity-and-credentials): two agents with
  *     their own service accounts, each chain recording its own verified principal, a CEL rule on
  *     the service account, a tool refusing the agent's direct call (the credential is in the
@@ -176,6 +178,7 @@ async function removeEverything(): Promise<void> {
   for (const [kind, name, ns] of [
     ["governancepolicy", "payments", AGENTS],
     ["governancepolicy", "payments-identity", AGENTS],
+    ["governancepolicy", "broken-cel", AGENTS],
     ["approverteam", "finance", AGENTS],
     ["organization", "acme", ""],
     ["namespace", AGENTS, ""],
@@ -500,6 +503,82 @@ describe("Tollgate in a kind cluster", () => {
     ]);
     expect(verify.code, verify.stdout + verify.stderr).toBe(0);
     expect(verify.stdout).toMatch(/VALID/);
+  });
+
+  it("CEL rules of the examples' GovernancePolicy decide the agent's calls: nested payload, chain history; kubectl apply refuses a bad expression", async () => {
+    // examples/20-governancepolicy.yaml: large-invoices (create_invoice, action.payload.invoice.total
+    // > 1000) and no-email-after-customer-read (chain.actions history), both require_approval.
+    const invoke = (chain: string, action: string, payload: Obj) =>
+      agent(agentPod, "invoke", chain, action, JSON.stringify(payload));
+    /** The call blocks on an approval by `rule`; a reviewer denies it and the call returns refused. */
+    const refusedAfterApproval = async (chain: string, action: string, payload: Obj, rule: string) => {
+      const call = invoke(chain, action, payload);
+      const approval = await waitFor(
+        `the pending approval of ${action}`,
+        async () =>
+          ((await api(base, adminKey, "GET", "/v1/approvals?status=pending")).approvals as Obj[]).find(
+            (a) => a.chain_id === chain && a.action_name === action,
+          ),
+        120_000,
+      );
+      expect(approval.decision.policy_name).toBe(rule);
+      const decided = await api(base, adminKey, "POST", `/v1/approvals/${approval.approval_id}/decision`, {
+        decision: "deny",
+        notes: "denied by the cluster test",
+      });
+      expect(decided.status).toBe("denied");
+      const result = await call;
+      expect(result.ok, JSON.stringify(result)).toBe(false);
+    };
+
+    const invoices = (await agent(agentPod, "open", "cluster-cel-invoices")).chain_id;
+    const small = await invoke(invoices, "create_invoice", { invoice: { total: 900, customer: "Globex" } });
+    expect(small.ok, JSON.stringify(small)).toBe(true);
+    expect(small.decision).toMatchObject({ policy_decision: "allow" });
+    await refusedAfterApproval(
+      invoices,
+      "create_invoice",
+      { invoice: { total: 1200.5, customer: "Globex" } },
+      "large-invoices",
+    );
+
+    const history = (await agent(agentPod, "open", "cluster-cel-history")).chain_id;
+    // No recipient domain: one would first need approval as the agent's first external communication.
+    const early = await invoke(history, "send_email", { template: "weekly-report" });
+    expect(early.ok, JSON.stringify(early)).toBe(true); // no customer read yet
+    expect((await invoke(history, "read_customer", { id: "c-1" })).ok).toBe(true);
+    await refusedAfterApproval(
+      history,
+      "send_email",
+      { template: "weekly-report" },
+      "no-email-after-customer-read",
+    );
+
+    // An expression that does not compile never reaches the service: the operator's validating
+    // webhook refuses the object, naming the rule and the position.
+    const bad = {
+      apiVersion: "tollgate.dev/v1alpha1",
+      kind: "GovernancePolicy",
+      metadata: { name: "broken-cel", namespace: AGENTS },
+      spec: {
+        organizationRef: { name: "acme" },
+        customRules: [
+          { name: "fine", expression: "chain.eventCount > 100", outcome: "deny", reason: "long" },
+          {
+            name: "broken",
+            expression: "action.payload.total > 1000 &&& true",
+            outcome: "deny",
+            reason: "r",
+          },
+        ],
+      },
+    };
+    const applied = await kTry(["apply", "-f", "-"], { input: JSON.stringify(bad) });
+    expect(applied.code).not.toBe(0);
+    expect(applied.stderr).toMatch(
+      /spec\.customRules\[1\]\.expression: custom rule "broken": invalid CEL expression: syntax error: .* at line 1, column 29/,
+    );
+    expect((await kTry(["-n", AGENTS, "get", "governancepolicy", "broken-cel"])).code).not.toBe(0);
   });
 
   // examples/identity-and-credentials: two agents with their own service accounts, a tool that

@@ -16,7 +16,10 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { parseAllDocuments, parse as parseYaml } from "yaml";
 import { loadOperatorConfig } from "../../operator/config.js";
 import { operatorRbac } from "../../operator/rbac.js";
-import { sidecarInjectorConfiguration } from "../../operator/webhook/configuration.js";
+import {
+  policyValidatorConfiguration,
+  sidecarInjectorConfiguration,
+} from "../../operator/webhook/configuration.js";
 import { applyPatch, buildInjection } from "../../operator/webhook/patch.js";
 import {
   DEFAULT_SIDECAR_PORTS,
@@ -458,7 +461,14 @@ describe("charts/tollgate", () => {
       operatorNamespace: NS,
     }) as Obj;
     expect(mwc.webhooks).toEqual(expected.webhooks);
-    for (const w of mwc.webhooks) {
+    const vwc = find(objs, "ValidatingWebhookConfiguration", `${FULL}-policy-validator`);
+    const expectedValidator = policyValidatorConfiguration({
+      name: `${FULL}-policy-validator`,
+      target: { service: { name: `${FULL}-operator`, namespace: NS, port: 443 } },
+      operatorNamespace: NS,
+    }) as Obj;
+    expect(vwc.webhooks).toEqual(expectedValidator.webhooks);
+    for (const w of [...mwc.webhooks, ...vwc.webhooks]) {
       expect(w.sideEffects).toBe("None");
       expect(w.failurePolicy).toBe("Fail");
       expect(w.clientConfig.caBundle).toBeUndefined(); // injected by the operator
@@ -479,6 +489,7 @@ describe("charts/tollgate", () => {
         leaseName: `${FULL}-operator`,
         tlsSecretName: `${FULL}-webhook-tls`,
         webhookConfigurationName: `${FULL}-sidecar-injector`,
+        policyValidatorName: `${FULL}-policy-validator`,
       },
     ) as Obj[];
     for (const want of rbac) {
@@ -523,6 +534,14 @@ describe("charts/tollgate", () => {
       expect(w.timeoutSeconds).toBe(10);
       expect(w.namespaceSelector.matchExpressions[1].values).toEqual(["kube-system", NS, "monitoring"]);
     }
+    const vwc = find(objs, "ValidatingWebhookConfiguration", `${FULL}-policy-validator`);
+    expect(vwc.metadata.annotations["cert-manager.io/inject-ca-from"]).toBe(`${NS}/${FULL}-operator-webhook`);
+    expect(vwc.webhooks[0].timeoutSeconds).toBe(10);
+    expect(vwc.webhooks[0].namespaceSelector.matchExpressions[0].values).toEqual([
+      "kube-system",
+      NS,
+      "monitoring",
+    ]);
     const cert = find(objs, "Certificate", `${FULL}-operator-webhook`);
     expect(cert.spec.dnsNames).toContain(`${FULL}-operator.${NS}.svc`);
     find(objs, "Issuer", `${FULL}-operator-selfsigned`);
@@ -681,6 +700,9 @@ describe("charts/tollgate", () => {
     const out = await k(["apply", "--dry-run=server", "-n", NS, "-f", "-"], text);
     expect(out).toMatch(
       /mutatingwebhookconfiguration.admissionregistration.k8s.io\/tg-tollgate-sidecar-injector created \(server dry run\)/,
+    );
+    expect(out).toMatch(
+      /validatingwebhookconfiguration.admissionregistration.k8s.io\/tg-tollgate-policy-validator created \(server dry run\)/,
     );
     expect(out).toMatch(/deployment.apps\/tg-tollgate-operator created \(server dry run\)/);
   });

@@ -99,6 +99,16 @@ describe("CRDs on a real API server", () => {
       "spec.customRules[0].docsUrl: Invalid value",
     ],
     [
+      "a replay window over 31 days",
+      policy("bad-window", { replay: { window: "745h" } }),
+      'spec.replay.window: Invalid value: "745h": window must be more than 0s and at most 744h (31 days)',
+    ],
+    [
+      "a replay window that is not a duration",
+      policy("bad-duration", { replay: { window: "1d" } }),
+      'spec.replay.window: Invalid value: "1d"',
+    ],
+    [
       "duplicate rule names",
       policy("dup-rules", {
         customRules: [

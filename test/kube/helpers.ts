@@ -163,6 +163,7 @@ export function testOperatorConfig(
       serviceName: "tollgate-operator",
       extraSans: ["127.0.0.1", "localhost"],
       configurationName: "tollgate-sidecar-injector",
+      policyValidatorName: "tollgate-policy-validator",
       tlsSecretName: "tollgate-webhook-tls",
       certMode: "self-signed",
       certDir: "",

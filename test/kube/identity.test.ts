@@ -3,7 +3,8 @@
  * account tokens (TokenRequest bound to a pod, audience tollgate) are reviewed by the service
  * (TokenReview), mapped to the organization of the namespace's label, recorded on chains and
  * events, hashed into the receipt and reported by v2 verification; wrong audience, unbound
- * tokens, ungoverned namespaces and tokens of deleted pods are refused; API keys can be turned off.
+ * tokens, ungoverned namespaces and tokens of deleted pods are refused; a CEL rule on
+ * identity.serviceAccount decides by the verified service account; API keys can be turned off.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type Io, main } from "../../src/cli/main.js";
@@ -225,6 +226,48 @@ describe("workload identity (TokenReview against a real kube-apiserver)", () => 
     const r = await record(token, chainId);
     expect(r.statusCode).toBe(401);
     expect(r.json().message).toMatch(/refused/);
+  });
+
+  it("a CEL rule on identity.serviceAccount decides by the verified service account, not the agent name", async () => {
+    // The chain's own policy_config carries the rule, so the other tests' chains are unaffected.
+    const opened = await svc.call("POST", "/v1/chains", {
+      token: clientKey,
+      body: {
+        name: "cel-identity",
+        policy_config: {
+          custom_rules: [
+            {
+              name: "only-invoice-agent-pays",
+              match: { action_name: "pay_invoice" },
+              expression: `identity.serviceAccount != "${NS}/invoice-agent"`,
+              outcome: "deny",
+              reason: "Only the invoice-agent workload may pay invoices",
+            },
+          ],
+        },
+      },
+    });
+    expect(opened.statusCode, opened.body).toBe(201);
+    const chainId = opened.json().chain_id;
+    const payer = await podToken("payer-cel", "invoice-agent");
+    const mailer = await podToken("mailer-cel", "mailer");
+    // Both claim agent "payer"; only the verified service account differs.
+    const paid = await record(payer, chainId);
+    expect(paid.statusCode, paid.body).toBe(200);
+    expect(paid.json()).toMatchObject({ policy_decision: "allow", policy_name: null });
+    const refused = await record(mailer, chainId);
+    expect(refused.json()).toMatchObject({
+      policy_decision: "deny",
+      policy_name: "only-invoice-agent-pays",
+      decision_reason: "Only the invoice-agent workload may pay invoices",
+    });
+    // An API-key caller has no identity: reading identity.serviceAccount fails closed.
+    const keyed = (await record(clientKey, chainId)).json();
+    expect(keyed).toMatchObject({
+      policy_decision: "require_approval",
+      policy_name: "only-invoice-agent-pays",
+    });
+    expect(keyed.decision_reason).toMatch(/could not be evaluated/);
   });
 
   it("an Organization can turn client API keys off; workload tokens keep working", async () => {

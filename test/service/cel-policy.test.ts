@@ -2,8 +2,8 @@
  * CEL custom rules through the real service and database (issue 28): a policy with a bad
  * expression is refused where it is written (admin API and a chain's policy_config: 400 naming
  * the rule and the position), a policy with expressions decides recorded actions, and an
- * expression that fails at evaluation fails closed. Identity is not passed here (the service
- * threads the caller's verified identity separately); the engine's unit tests cover identity.
+ * expression that fails at evaluation fails closed. Callers here use API keys, so `identity` is
+ * null; a verified identity (TokenReview) is tested in test/kube/identity.test.ts.
  */
 import { readFileSync } from "node:fs";
 import path from "node:path";
@@ -174,6 +174,68 @@ describe("CEL custom rules through the API", () => {
       ],
     });
     expect((await record(deploy, { action_name: "deploy" })).policy_decision).toBe("allow");
+  });
+
+  it("identity is null for an API-key caller: a guarded rule does not match, an unguarded one fails closed", async () => {
+    // The verified identity itself (TokenReview) is tested in test/kube/identity.test.ts.
+    const chain = await newChain({
+      custom_rules: [
+        {
+          name: "guarded",
+          match: { action_name: "transfer" },
+          expression: 'identity != null && identity.serviceAccount == "payments/invoice-agent"',
+          outcome: "deny",
+          reason: "guarded",
+        },
+        {
+          name: "unguarded",
+          match: { action_name: "send_email" },
+          expression: 'identity.serviceAccount == "payments/invoice-agent"',
+          outcome: "deny",
+          reason: "unguarded",
+        },
+      ],
+    });
+    expect(await record(chain, { action_name: "transfer" })).toMatchObject({
+      policy_decision: "allow",
+      policy_name: null,
+    });
+    const unguarded = await record(chain, { action_name: "send_email" });
+    expect(unguarded).toMatchObject({ policy_decision: "require_approval", policy_name: "unguarded" });
+    expect(unguarded.decision_reason).toMatch(
+      /^Custom rule unguarded: the CEL expression could not be evaluated/,
+    );
+  });
+
+  it("chain history in an organization policy: e-mail after a customer read needs approval, in that chain only", async () => {
+    const put = await putPolicy("history", {
+      custom_rules: [
+        {
+          name: "no-email-after-customer-read",
+          expression: 'chain.actions.exists(a, a.name == "read_customer") && action.name == "send_email"',
+          outcome: "require_approval",
+          reason: "Sending e-mail after reading customer data needs a human",
+        },
+      ],
+    });
+    expect(put.statusCode, put.body).toBeLessThan(300);
+    try {
+      const read = await newChain();
+      const clean = await newChain();
+      expect((await record(read, { action_name: "read_customer" })).policy_decision).toBe("allow");
+      expect((await record(clean, { action_name: "read_orders" })).policy_decision).toBe("allow");
+      expect(await record(read, { action_name: "send_email" })).toMatchObject({
+        policy_decision: "require_approval",
+        policy_name: "no-email-after-customer-read",
+        decision_reason: "Sending e-mail after reading customer data needs a human",
+      });
+      expect(await record(clean, { action_name: "send_email" })).toMatchObject({
+        policy_decision: "allow",
+        policy_name: null,
+      });
+    } finally {
+      await t.call("DELETE", "/v1/admin/organizations/cel/policies/history", { token: t.adminToken });
+    }
   });
 
   it("an expression that fails at evaluation fails closed, require_approval or deny as configured", async () => {

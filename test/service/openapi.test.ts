@@ -109,7 +109,7 @@ describe("the OpenAPI document", () => {
       }
     }
     expect(new Set(ids).size).toBe(ids.length);
-    expect(ids.length).toBe(50);
+    expect(ids.length).toBe(51);
   });
 
   it("redocly lint (recommended rules) reports no error", async () => {

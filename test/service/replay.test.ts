@@ -374,6 +374,27 @@ describe("POST /v1/policies/replay", () => {
     expect(missing.json().message).toMatch(/^body\.from: /);
   });
 
+  it("the admin route replays the organization named in the path, for the service admin token and that organization's admins", async () => {
+    const body = {
+      candidate: BASE,
+      replace: "base",
+      from: new Date(windowFrom).toISOString(),
+      to: new Date(windowTo).toISOString(),
+    };
+    const byOperator = await post("/v1/admin/organizations/replay/policies/replay", t.adminToken, body);
+    expect(byOperator.statusCode, byOperator.body).toBe(200);
+    expect(byOperator.json()).toMatchObject({ changed: 0, events_replayed: expected.length, replaced: true });
+    const byOrgAdmin = await post("/v1/admin/organizations/replay/policies/replay", org.adminKey, body);
+    expect(byOrgAdmin.statusCode, byOrgAdmin.body).toBe(200);
+    const other = await t.bootstrapOrg("replay-other");
+    const elsewhere = await post("/v1/admin/organizations/replay/policies/replay", other.adminKey, body);
+    expect(elsewhere.statusCode).toBe(404);
+    const client = await post("/v1/admin/organizations/replay/policies/replay", org.clientKey, body);
+    expect(client.statusCode).toBe(403);
+    const missing = await post("/v1/admin/organizations/nope/policies/replay", t.adminToken, body);
+    expect(missing.statusCode).toBe(404);
+  });
+
   it("is for organization admins: a client key gets 403, no credentials 401", async () => {
     const client = await replay({ candidate: BASE, replace: "base" }, org.clientKey);
     expect(client.statusCode).toBe(403);

@@ -79,6 +79,9 @@ app.kubernetes.io/component: {{ .component }}
 {{- define "tollgate.webhookConfigurationName" -}}
 {{- printf "%s-sidecar-injector" (include "tollgate.fullname" .) }}
 {{- end }}
+{{- define "tollgate.policyValidatorName" -}}
+{{- printf "%s-policy-validator" (include "tollgate.fullname" .) }}
+{{- end }}
 {{- define "tollgate.webhookTlsSecretName" -}}
 {{- printf "%s-webhook-tls" (include "tollgate.fullname" .) }}
 {{- end }}

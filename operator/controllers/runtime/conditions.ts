@@ -7,6 +7,8 @@
  * - Synced: the last reconcile applied the spec to the governance service (or why it did not).
  * - Ready: Synced, and nothing blocks the configuration from being in effect (an organization's
  *   kill switch or pause makes it not Ready with reason KillSwitchActive / Paused).
+ * - Replayed (GovernancePolicy with spec.replay): the last replay of the spec, or why it failed.
+ *   A reconcile outcome may set such extra conditions or drop them; others are kept.
  * lastTransitionTime changes only when a condition's status changes.
  */
 import {
@@ -18,7 +20,7 @@ import {
 } from "../../crds/schema.js";
 
 /** Condition types written by the operator. */
-export const ConditionType = { Ready: "Ready", Synced: "Synced" } as const;
+export const ConditionType = { Ready: "Ready", Synced: "Synced", Replayed: "Replayed" } as const;
 export type ConditionType = (typeof ConditionType)[keyof typeof ConditionType];
 
 /** Stable CamelCase reasons (metav1.Condition.reason). */
@@ -34,24 +36,51 @@ export const Reason = {
   Paused: "Paused",
   DeleteFailed: "DeleteFailed",
   SlugConflict: "SlugConflict",
+  Replayed: "Replayed",
+  ReplayFailed: "ReplayFailed",
+  /** spec.replay.enforce is false: replayed, deliberately not applied. */
+  NotEnforced: "NotEnforced",
 } as const;
 export type Reason = (typeof Reason)[keyof typeof Reason];
 
 /** Whether a failure with this reason may clear up without a spec change (retried with backoff). */
 export const isTransient = (reason: Reason): boolean =>
-  reason !== Reason.InvalidSpec && reason !== Reason.ServiceRejected && reason !== Reason.SlugConflict;
+  reason !== Reason.InvalidSpec &&
+  reason !== Reason.ServiceRejected &&
+  reason !== Reason.SlugConflict &&
+  reason !== Reason.NotEnforced;
+
+/** A condition besides Ready and Synced that an outcome sets (lastTransitionTime and generation are filled in). */
+export interface ExtraCondition {
+  type: ConditionType;
+  status: ConditionStatus;
+  reason: Reason;
+  message: string;
+}
+
+/** What any outcome may add: extra conditions to set, condition types to drop. */
+interface OutcomeExtras {
+  conditions?: ExtraCondition[];
+  dropConditions?: ConditionType[];
+}
 
 /** What one reconcile achieved. */
 export type ReconcileOutcome =
-  | {
+  | ({
       kind: "synced";
       message: string;
       /** Set when the configuration is applied but not in effect (e.g. kill switch). */
       notReady?: { reason: Reason; message: string };
-      /** Extra status fields (serviceVersion, organization, serviceName). */
+      /** Extra status fields (serviceVersion, organization, serviceName, replay). */
       fields?: Omit<ResourceStatus, "conditions" | "observedGeneration">;
-    }
-  | { kind: "failed"; reason: Reason; message: string };
+    } & OutcomeExtras)
+  | ({
+      kind: "failed";
+      reason: Reason;
+      message: string;
+      /** Status fields set over the kept ones (e.g. replay). */
+      fields?: Omit<ResourceStatus, "conditions" | "observedGeneration">;
+    } & OutcomeExtras);
 
 const MAX_MESSAGE = 32_768;
 
@@ -87,9 +116,18 @@ export function nextStatus(
   now: Date,
 ): ResourceStatus {
   const prevConditions = previous?.conditions;
-  const others = (previous?.conditions ?? []).filter(
-    (c) => c.type !== ConditionType.Ready && c.type !== ConditionType.Synced,
-  );
+  const replaced = new Set<string>([
+    ConditionType.Ready,
+    ConditionType.Synced,
+    ...(outcome.conditions ?? []).map((c) => c.type),
+    ...(outcome.dropConditions ?? []),
+  ]);
+  const others = [
+    ...(outcome.conditions ?? []).map((c) =>
+      condition(c.type, c.status, c.reason, c.message, generation, prevConditions, now),
+    ),
+    ...(previous?.conditions ?? []).filter((c) => !replaced.has(c.type)),
+  ];
   if (outcome.kind === "synced") {
     const ready = outcome.notReady
       ? condition(
@@ -115,6 +153,7 @@ export function nextStatus(
   const { conditions: _c, observedGeneration: _g, ...keep } = previous ?? {};
   return {
     ...keep,
+    ...outcome.fields,
     observedGeneration: generation,
     conditions: [
       condition("Ready", "False", outcome.reason, outcome.message, generation, prevConditions, now),
@@ -162,7 +201,9 @@ export function eventFor(previous: ResourceStatus | undefined, next: ResourceSta
   if (after.status === "False") {
     if (before?.status === "False" && before.reason === after.reason && before.message === after.message)
       return null;
-    return { type: "Warning", reason: after.reason, message: after.message };
+    // Holding a policy out of enforcement is the user's choice, not a failure.
+    const type = after.reason === Reason.NotEnforced ? "Normal" : "Warning";
+    return { type, reason: after.reason, message: after.message };
   }
   if (after.status === "True" && before?.status !== "True") {
     return { type: "Normal", reason: Reason.Synced, message: after.message };

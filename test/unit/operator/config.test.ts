@@ -36,6 +36,7 @@ describe("loadOperatorConfig", () => {
       webhook: {
         port: 9443,
         configurationName: "tollgate-sidecar-injector",
+        policyValidatorName: "tollgate-policy-validator",
         certMode: "self-signed",
         extraSans: [],
       },
