@@ -187,7 +187,7 @@ export const globMatch = (pattern: string, text: string): boolean => {
 
 /**
  * One formatter for every amount: `toLocaleString` with options builds a new Intl.NumberFormat
- * per call, which was the largest single cost of deciding an action that crosses a threshold.
+ * per call, a cost paid by every action over a threshold (the same output).
  */
 const USD_FORMAT = new Intl.NumberFormat("en-US", { minimumFractionDigits: 0, maximumFractionDigits: 2 });
 

@@ -309,11 +309,11 @@ const readIsIrreversible = (
 
 /** The destination domains of the payload, first occurrence first, each once (a loop: it runs per action). */
 const readDomains = (payload: Record<string, unknown>): string[] => {
-  const found: string[] = [];
+  const found = new Set<string>();
   const add = (text: unknown) => {
     if (typeof text !== "string") return;
     const domain = domainFromText(text);
-    if (domain !== null && !found.includes(domain)) found.push(domain);
+    if (domain !== null) found.add(domain);
   };
   for (const key of DESTINATION_KEYS) {
     if (!Object.hasOwn(payload, key)) continue;
@@ -321,7 +321,7 @@ const readDomains = (payload: Record<string, unknown>): string[] => {
     if (Array.isArray(value)) for (const item of value) add(item);
     else add(value);
   }
-  return found;
+  return [...found];
 };
 
 /** The facts {@link categorize} needs. */
