@@ -480,9 +480,12 @@ const jsonForCel = (value: unknown): CelReady => {
     case "object":
       if (value === null) return null;
       if (Array.isArray(value)) return celList(value.map(jsonForCel));
-      return celMap(
-        new Map(Object.keys(value).map((key) => [key, jsonForCel((value as Record<string, unknown>)[key])])),
-      );
+      {
+        const map = new Map<string, CelReady>();
+        for (const key of Object.keys(value))
+          map.set(key, jsonForCel((value as Record<string, unknown>)[key]));
+        return celMap(map);
+      }
     default:
       return null;
   }
@@ -514,13 +517,14 @@ const chainActionsForCel = (actions: readonly CelChainAction[]): CelReady[] => {
   for (let i = same; i < actions.length; i++) {
     const a = actions[i]!;
     sources.push(a);
-    converted.push(mapOf(["name", a.name], ["type", a.type], ["agentName", a.agent_name]));
+    converted.push(actionSummaryForCel(a));
   }
   return converted.slice();
 };
 
-/** A map variable in the library's form, from [field, value] pairs. */
-const mapOf = (...entries: [string, unknown][]) => celMap(new Map(entries) as Map<string, CelReady>);
+/** A summary of chain.actions in the library's form (a Map filled directly: one per action). */
+const actionSummaryForCel = (a: CelChainAction): CelReady =>
+  celMap(new Map<string, CelReady>().set("name", a.name).set("type", a.type).set("agentName", a.agent_name));
 
 /**
  * The CEL variables of one evaluation (build once, pass to every rule's
@@ -539,42 +543,44 @@ export const celBindings = (
   const { action, identity, chain } = inputs;
   const wants = (name: string) => variables === undefined || variables.has(name);
   const bindings: Record<string, unknown> = {};
+  // Maps filled with set(), not from [key, value] pairs: this runs per decision.
   if (wants("action")) {
     // The declared order (a comprehension over the map's keys sees them in this order).
-    const fields: [string, unknown][] = [
-      ["agentName", action.agent_name],
-      ["type", action.action_type],
-      ["name", action.action_name],
-    ];
-    if (withPayload) fields.push(["payload", jsonForCel(action.payload ?? {})]);
-    fields.push(["destinationDomains", celList([...inputs.destinationDomains])]);
-    bindings.action = mapOf(...fields);
+    const fields = new Map<string, CelReady>()
+      .set("agentName", action.agent_name)
+      .set("type", action.action_type)
+      .set("name", action.action_name);
+    if (withPayload) fields.set("payload", jsonForCel(action.payload ?? {}));
+    fields.set("destinationDomains", celList(inputs.destinationDomains.slice()));
+    bindings.action = celMap(fields);
   }
   if (wants("identity")) {
     bindings.identity =
       identity === null
         ? null
-        : mapOf(
-            ["namespace", identity.namespace],
-            ["serviceAccount", `${identity.namespace}/${identity.service_account}`],
-            ["spiffeId", identity.spiffe_id],
-            ["podName", identity.pod_name],
-            ["podUid", identity.pod_uid],
+        : celMap(
+            new Map<string, CelReady>()
+              .set("namespace", identity.namespace)
+              .set("serviceAccount", `${identity.namespace}/${identity.service_account}`)
+              .set("spiffeId", identity.spiffe_id)
+              .set("podName", identity.pod_name)
+              .set("podUid", identity.pod_uid),
           );
   }
   if (wants("chain")) {
-    const fields: [string, unknown][] = [
-      ["eventCount", BigInt(Math.trunc(chain.event_count))],
-      ["financialExposureUsd", chain.financial_exposure_usd],
-      ["ageSeconds", (inputs.nowMs - chain.started_at_ms) / 1000],
-    ];
+    const fields = new Map<string, CelReady>()
+      .set("eventCount", BigInt(Math.trunc(chain.event_count)))
+      .set("financialExposureUsd", chain.financial_exposure_usd)
+      .set("ageSeconds", (inputs.nowMs - chain.started_at_ms) / 1000);
     if (chain.actions_so_far !== undefined) {
-      fields.push(["actions", celList(chainActionsForCel(chain.actions_so_far))]);
+      fields.set("actions", celList(chainActionsForCel(chain.actions_so_far)));
     }
-    bindings.chain = mapOf(...fields);
+    bindings.chain = celMap(fields);
   }
   if (wants("org")) {
-    bindings.org = inputs.environment == null ? mapOf() : mapOf(["environment", inputs.environment]);
+    const fields = new Map<string, CelReady>();
+    if (inputs.environment != null) fields.set("environment", inputs.environment);
+    bindings.org = celMap(fields);
   }
   if (wants("now")) bindings.now = timestampFromMs(inputs.nowMs);
   return bindings;

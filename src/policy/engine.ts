@@ -185,8 +185,13 @@ export const globMatch = (pattern: string, text: string): boolean => {
   return p === pattern.length;
 };
 
-const usd = (amount: number): string =>
-  `$${amount.toLocaleString("en-US", { minimumFractionDigits: 0, maximumFractionDigits: 2 })}`;
+/**
+ * One formatter for every amount: `toLocaleString` with options builds a new Intl.NumberFormat
+ * per call, a cost paid by every action over a threshold (the same output).
+ */
+const USD_FORMAT = new Intl.NumberFormat("en-US", { minimumFractionDigits: 0, maximumFractionDigits: 2 });
+
+const usd = (amount: number): string => `$${USD_FORMAT.format(amount)}`;
 
 /** What a rule sees: the effective config, the states, the action and its derived facts. */
 export interface RuleContext {
@@ -708,8 +713,14 @@ export const BUILTIN_RULES: readonly Rule[] = [
   piiToExternal,
 ];
 
-const runRules = (rules: readonly Rule[], ctx: RuleContext): Trigger[] =>
-  rules.map((rule) => rule(ctx)).filter((t): t is Trigger => t !== null);
+/** Appends to `into` the trigger of every rule that fires, in order (a loop: it runs per action). */
+const runRules = (rules: readonly Rule[], ctx: RuleContext, into: Trigger[] = []): Trigger[] => {
+  for (const rule of rules) {
+    const t = rule(ctx);
+    if (t !== null) into.push(t);
+  }
+  return into;
+};
 
 /** The first most severe trigger, or null for an empty list. */
 export const mostSevere = (triggers: readonly Trigger[]): Trigger | null =>
@@ -743,13 +754,13 @@ export const evaluate = (input: EvaluationInput): Evaluation => {
   const ctx: RuleContext = { config, chain, org, action, facts, identity, nowMs };
   const mode: EvaluationMode = config.evaluation_mode;
 
-  const gates = runRules(GATES, ctx).map((t) => withDocs(t, docsBaseUrl));
+  const docs = (triggers: Trigger[]) =>
+    docsBaseUrl === undefined ? triggers : triggers.map((t) => withDocs(t, docsBaseUrl));
+  const gates = docs(runRules(GATES, ctx));
   const pin = identityPin(ctx);
-  const policyTriggers = [
-    ...(pin === null ? [] : [pin]),
-    ...customRuleTriggers(ctx),
-    ...runRules(BUILTIN_RULES, ctx),
-  ].map((t) => withDocs(t, docsBaseUrl));
+  const custom = customRuleTriggers(ctx);
+  if (pin !== null) custom.unshift(pin);
+  const policyTriggers = docs(runRules(BUILTIN_RULES, ctx, custom));
   const exception_scope: ExceptionScope = {
     agent_name: action.agent_name,
     action_type: action.action_type,

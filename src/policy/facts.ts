@@ -307,11 +307,21 @@ const readIsIrreversible = (
   return irreversibleActions.some((entry) => entry.toLowerCase() === name);
 };
 
+/** The destination domains of the payload, first occurrence first, each once (a loop: it runs per action). */
 const readDomains = (payload: Record<string, unknown>): string[] => {
-  const found = DESTINATION_KEYS.flatMap((key) => stringsOf(ownValue(payload, key)))
-    .map(domainFromText)
-    .filter((domain): domain is string => domain !== null);
-  return [...new Set(found)];
+  const found = new Set<string>();
+  const add = (text: unknown) => {
+    if (typeof text !== "string") return;
+    const domain = domainFromText(text);
+    if (domain !== null) found.add(domain);
+  };
+  for (const key of DESTINATION_KEYS) {
+    if (!Object.hasOwn(payload, key)) continue;
+    const value = payload[key];
+    if (Array.isArray(value)) for (const item of value) add(item);
+    else add(value);
+  }
+  return [...found];
 };
 
 /** The facts {@link categorize} needs. */

@@ -111,14 +111,15 @@ export class ChainReconstruction {
   /** The engine's ChainState for the next event. `actions_so_far` is shared: read it before `after`. */
   before(): EvaluationInput["chain"] {
     const c = this.counters;
-    return {
+    const chain: EvaluationInput["chain"] = {
       started_at_ms: this.startedAtMs,
       event_count: c.event_count,
       total_tokens: c.total_tokens,
       financial_exposure_usd: c.financial_exposure_usd,
       agents_with_external_communication: c.external_comm_agents,
-      ...(this.withActions && { actions_so_far: this.actions }),
     };
+    if (this.withActions) chain.actions_so_far = this.actions;
+    return chain;
   }
 
   /** Applies `e` as the live path (and an approval, if it was approved) applied it. */
@@ -156,7 +157,7 @@ export function replayInput(
     org: {
       kill_switch: {
         active: d.kill_switch_active === true,
-        reason: d.policy_name === "kill_switch" ? d.decision_reason : null,
+        reason: d.kill_switch_reason,
       },
       pause: { active: d.pause_reason != null, reason: d.pause_reason ?? null },
       environment: e.org_environment ?? orgEnvironment,

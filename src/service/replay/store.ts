@@ -30,17 +30,13 @@ export interface ReplayEventRow {
   facts: { metrics_delta?: MetricsDelta };
   /**
    * The fields of the event's decision as stored now that replay reads (a resolved approval
-   * overwrote it: decision_source human_approval).
+   * overwrote it: decision_source human_approval), and its decision_reason when the kill switch
+   * decided it (the kill switch's reason; other reasons are not read).
    */
   decision: Pick<
     PolicyDecision,
-    | "policy_decision"
-    | "decision_source"
-    | "policy_name"
-    | "decision_reason"
-    | "kill_switch_active"
-    | "pause_reason"
-  >;
+    "policy_decision" | "decision_source" | "policy_name" | "kill_switch_active" | "pause_reason"
+  > & { kill_switch_reason: string | null };
   exception_id: string | null;
   approval_id: string | null;
   recorded_at_ms: number;
@@ -66,7 +62,8 @@ export interface ReplayPage {
  * event recorded in [from, to), with their events recorded before `to` (those before the window
  * too: they rebuild each chain's state), in chain id and sequence order, at most `limit` events.
  * One query and one round trip per page: only the columns replay reads, the decision's fields
- * as text (parsing each whole stored decision cost more than deciding again), times as epoch
+ * as text (parsing each whole stored decision cost more than deciding again; decision_reason
+ * only for the kill switch, the one reason replay reads), times as epoch
  * milliseconds (no date parsing), the chain's columns on every row (a number and a short text).
  * When fewer than `limit` events come back, every chain of the page is complete.
  */
@@ -83,7 +80,8 @@ export async function replayPage(
      SELECT e.id, e.chain_id, e.sequence, e.agent_name, e.parent_agent_name, e.action_type, e.action_name, e.payload,
        e.facts->'metrics_delta' AS metrics_delta, e.decision->>'policy_decision' AS policy_decision,
        e.decision->>'decision_source' AS decision_source, e.decision->>'policy_name' AS policy_name,
-       e.decision->>'decision_reason' AS decision_reason, e.decision->>'kill_switch_active' AS kill_switch_active,
+       CASE WHEN e.decision->>'policy_name' = 'kill_switch' THEN e.decision->>'decision_reason' END AS kill_switch_reason,
+       e.decision->>'kill_switch_active' AS kill_switch_active,
        e.decision->>'pause_reason' AS pause_reason, e.exception_id, e.approval_id,
        floor(extract(epoch FROM e.recorded_at) * 1000)::float8 AS recorded_at_ms, e.principal, e.org_environment,
        floor(extract(epoch FROM page.started_at) * 1000)::float8 AS chain_started_at_ms,
@@ -117,7 +115,7 @@ export async function replayPage(
         policy_decision: r.policy_decision,
         decision_source: r.decision_source,
         policy_name: r.policy_name,
-        decision_reason: r.decision_reason,
+        kill_switch_reason: r.kill_switch_reason,
         kill_switch_active: r.kill_switch_active === "true",
         pause_reason: r.pause_reason,
       },

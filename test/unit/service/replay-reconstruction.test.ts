@@ -33,7 +33,7 @@ const event = (sequence: number, over: Partial<ReplayEventRow> = {}): ReplayEven
     policy_decision: "allow",
     decision_source: "backend_evaluation",
     policy_name: null,
-    decision_reason: "",
+    kill_switch_reason: null,
     kill_switch_active: false,
     pause_reason: null,
   },
