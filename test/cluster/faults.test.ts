@@ -20,6 +20,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
   api,
   CHART_IMAGE_TAGS,
+  CLUSTER,
   CRDS,
   helm,
   installPostgres,
@@ -207,6 +208,7 @@ describe("faults in a kind cluster", () => {
     load: Obj,
     tFault: number,
     what: string,
+    sawFault = true,
   ): Promise<{ recorded: Obj[]; failOpen: Obj[]; refused: Obj[] }> {
     const all = load.calls as Obj[];
     const chains = load.chains as Obj[];
@@ -232,7 +234,7 @@ describe("faults in a kind cluster", () => {
         log(`  e.g. ${c.action} → ${c.ok ? "allowed by fail mode" : `code ${c.code}`}: ${c.details}`);
     }
     // The load saw the fault: otherwise nothing below would be tested.
-    expect(failOpen.length + refused.length).toBeGreaterThan(0);
+    if (sawFault) expect(failOpen.length + refused.length).toBeGreaterThan(0);
     // Fail modes: when the service is unreachable or answers 502/503/504, a `lookup` (category
     // default: allow) is forwarded and flagged, nothing recorded, and a `pay` (financial: deny) is
     // refused UNAVAILABLE; any other answer (a 500 included) is refused (INTERNAL). Nothing
@@ -564,5 +566,63 @@ describe("faults in a kind cluster", () => {
     const { refused } = await checkLoad(await load, tStop, "PostgreSQL restart");
     // A query on a connection PostgreSQL closed is a 500 of the service: refused INTERNAL.
     expect(refused.some((c) => c.code === Status.INTERNAL)).toBe(true);
+  });
+  it("the network between the agent pod and the service cut (iptables in the pod's network namespace): fail modes apply, calls resume when healed", async () => {
+    // The pod's network namespace, entered from the kind node through its agent container's PID.
+    const pod = await kJson(["-n", NS.agents, "get", "pod", agentPod]);
+    const containerId = (pod.status.containerStatuses as Obj[])
+      .find((c) => c.name === "agent")!
+      .containerID.replace(/^containerd:\/\//, "");
+    const node = `${CLUSTER}-control-plane`;
+    const onNode = (args: string[]) => run("docker", ["exec", node, ...args]);
+    const tasks = await onNode(["ctr", "-n", "k8s.io", "tasks", "ls"]);
+    const pid = tasks.stdout
+      .split("\n")
+      .map((l) => l.trim().split(/\s+/))
+      .find((f) => f[0] === containerId)?.[1];
+    expect(pid, tasks.stdout + tasks.stderr).toMatch(/^\d+$/);
+    // Every address of the service from inside the pod: the Service's ClusterIP and its pods' IPs.
+    const svc = await kJson(["-n", NS.release, "get", "service", RELEASE]);
+    const targets = [
+      svc.spec.clusterIP as string,
+      ...live(await pods(NS.release, SERVICE_PODS)).map((p) => p.status.podIP as string),
+    ];
+    const iptables = (op: "-I" | "-D") =>
+      Promise.all(
+        targets.map(async (ip) => {
+          const r = await onNode([
+            "nsenter",
+            "-t",
+            pid!,
+            "-n",
+            "iptables",
+            op,
+            "OUTPUT",
+            "-d",
+            ip,
+            "-j",
+            "REJECT",
+          ]);
+          expect(r.code, r.stderr).toBe(0);
+        }),
+      );
+    const load = agent(agentPod, "load", {
+      durationMs: 60_000,
+      gapMs: 250,
+      prefix: "cut",
+      upstream: "tool",
+      perChain: 25,
+    });
+    await sleep(15_000);
+    const tCut = Date.now();
+    await iptables("-I");
+    log(`cut: REJECT from pod ${agentPod} (pid ${pid}) to ${targets.join(", ")}`);
+    await sleep(20_000);
+    await iptables("-D");
+    log(`healed after ${((Date.now() - tCut) / 1000).toFixed(1)} s`);
+    const { failOpen, refused } = await checkLoad(await load, tCut, "network cut");
+    // Unreachable: both fail modes applied, as documented.
+    expect(failOpen.length).toBeGreaterThan(0);
+    expect(refused.some((c) => c.action === "pay" && c.code === Status.UNAVAILABLE)).toBe(true);
   });
 });
