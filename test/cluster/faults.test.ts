@@ -625,4 +625,52 @@ describe("faults in a kind cluster", () => {
     expect(failOpen.length).toBeGreaterThan(0);
     expect(refused.some((c) => c.action === "pay" && c.code === Status.UNAVAILABLE)).toBe(true);
   });
+  it("a service pod evicted under load: the PodDisruptionBudget refuses a second eviction, calls go on", async () => {
+    const pdb = await kJson(["-n", NS.release, "get", "poddisruptionbudget", RELEASE]);
+    expect(pdb.spec.maxUnavailable).toBe(1);
+    await waitFor(
+      "the PodDisruptionBudget to allow one disruption",
+      async () =>
+        (await kJson(["-n", NS.release, "get", "poddisruptionbudget", RELEASE])).status.disruptionsAllowed ===
+        1,
+      120_000,
+      1000,
+    );
+    const [first, second] = live(await pods(NS.release, SERVICE_PODS));
+    /** POST an Eviction of `pod` (what `kubectl drain` does); kubectl's exit status and output. */
+    const evict = (pod: string) =>
+      kTry(["create", "--raw", `/api/v1/namespaces/${NS.release}/pods/${pod}/eviction`, "-f", "-"], {
+        input: JSON.stringify({
+          apiVersion: "policy/v1",
+          kind: "Eviction",
+          metadata: { name: pod, namespace: NS.release },
+        }),
+      });
+    const load = agent(agentPod, "load", {
+      durationMs: 60_000,
+      gapMs: 250,
+      prefix: "evict",
+      upstream: "tool",
+      perChain: 25,
+    });
+    await sleep(15_000);
+    const tEvict = Date.now();
+    const evicted = await evict(first!.metadata.name);
+    expect(evicted.code, evicted.stderr).toBe(0);
+    // The other replica may not go while the first is away.
+    const refusedEviction = await evict(second!.metadata.name);
+    expect(refusedEviction.code).not.toBe(0);
+    expect(refusedEviction.stderr).toMatch(/disruption budget/);
+    log(
+      `evicted ${first!.metadata.name}; eviction of ${second!.metadata.name} refused: ${refusedEviction.stderr.trim()}`,
+    );
+    await k(["-n", NS.release, "rollout", "status", `deployment/${RELEASE}`, "--timeout=240s"], {
+      timeoutMs: 250_000,
+    });
+    log(`replacement Ready ${((Date.now() - tEvict) / 1000).toFixed(1)} s after the eviction`);
+    // The evicted replica drains (SIGTERM) while the other serves: no call of the load failed, so
+    // none needed the caller's retry or a fail mode.
+    const { failOpen, refused } = await checkLoad(await load, tEvict, "eviction", false);
+    expect([...failOpen, ...refused]).toEqual([]);
+  });
 });
