@@ -8,8 +8,13 @@
  *     tool);
  *  2. PostgreSQL restarts under a steady load: every call the sidecar acknowledged is in its chain,
  *     every receipt verifies, during the outage the sidecar applies its fail modes (docs/concepts/
- *     sidecar.md), and calls succeed again on their own (the recovery time is logged, not asserted).
- * The steps run in order on the one installation. What was observed is in
+ *     sidecar.md), and calls succeed again on their own (the recovery time is logged, not asserted);
+ *  3. the network between the agent pod and the service is cut (iptables REJECT in the pod's network
+ *     namespace, entered from the kind node): both fail modes apply, calls resume when it heals;
+ *  4. a service pod is evicted under load (what `kubectl drain` does): the PodDisruptionBudget
+ *     refuses a second eviction meanwhile, and no call fails.
+ * Each load is checked the same way: no acknowledged action lost, every receipt verifying, each
+ * call run at most once at the tool. The steps run in order on the one installation. What was observed is in
  * docs/operations/troubleshooting.md ("Faults").
  */
 import { mkdtempSync, writeFileSync } from "node:fs";
