@@ -12,7 +12,9 @@
  *  3. the network between the agent pod and the service is cut (iptables REJECT in the pod's network
  *     namespace, entered from the kind node): both fail modes apply, calls resume when it heals;
  *  4. a service pod is evicted under load (what `kubectl drain` does): the PodDisruptionBudget
- *     refuses a second eviction meanwhile, and no call fails.
+ *     refuses a second eviction meanwhile, and no call fails;
+ *  5. the operator's leader is deleted during a burst of 100 GovernancePolicy changes: every
+ *     policy ends Synced at its last generation, and leadership moves exactly once.
  * Each load is checked the same way: no acknowledged action lost, every receipt verifying, each
  * call run at most once at the tool. The steps run in order on the one installation. What was observed is in
  * docs/operations/troubleshooting.md ("Faults").
@@ -297,6 +299,20 @@ describe("faults in a kind cluster", () => {
     return { recorded, failOpen, refused };
   }
 
+  /**
+   * Starts a steady load (faults-agent.mjs `load`, call ids PREFIX-i) for `durationMs`, one call
+   * every `gapMs`, and returns once it has run 15 s before any fault; `load` resolves to its result.
+   */
+  async function steadyLoad(
+    prefix: string,
+    durationMs: number,
+    gapMs: number,
+  ): Promise<{ load: Promise<Obj> }> {
+    const load = agent(agentPod, "load", { durationMs, gapMs, prefix, upstream: "tool", perChain: 25 });
+    await sleep(15_000);
+    return { load };
+  }
+
   /** A port-forward to service pod `pod` and an admin API key of the organization through it. */
   async function serviceApi(pod: string): Promise<{ base: string; key: string }> {
     const pf = await portForward(NS.release, `pod/${pod}`, 8000);
@@ -422,7 +438,7 @@ describe("faults in a kind cluster", () => {
             terminationGracePeriodSeconds: 2,
             containers: [
               {
-                name: name === "agent" ? "agent" : name,
+                name,
                 image: IMAGE,
                 imagePullPolicy: "IfNotPresent",
                 command: ["node", `/faults/${script}`, "serve"],
@@ -545,14 +561,7 @@ describe("faults in a kind cluster", () => {
     const [pg] = live(await pods(NS.release, "app=postgres"));
     const pgPod = pg!.metadata.name;
     const restartsBefore = pg!.status.containerStatuses[0].restartCount as number;
-    const load = agent(agentPod, "load", {
-      durationMs: 90_000,
-      gapMs: 200,
-      prefix: "pg",
-      upstream: "tool",
-      perChain: 25,
-    });
-    await sleep(15_000);
+    const { load } = await steadyLoad("pg", 90_000, 200);
     // Fast shutdown of the postmaster (PID 1): the container exits and the kubelet restarts it in
     // the same pod, on the same data (emptyDir outlives container restarts).
     const tStop = Date.now();
@@ -611,14 +620,7 @@ describe("faults in a kind cluster", () => {
           expect(r.code, r.stderr).toBe(0);
         }),
       );
-    const load = agent(agentPod, "load", {
-      durationMs: 60_000,
-      gapMs: 250,
-      prefix: "cut",
-      upstream: "tool",
-      perChain: 25,
-    });
-    await sleep(15_000);
+    const { load } = await steadyLoad("cut", 60_000, 250);
     const tCut = Date.now();
     await iptables("-I");
     log(`cut: REJECT from pod ${agentPod} (pid ${pid}) to ${targets.join(", ")}`);
@@ -651,14 +653,7 @@ describe("faults in a kind cluster", () => {
           metadata: { name: pod, namespace: NS.release },
         }),
       });
-    const load = agent(agentPod, "load", {
-      durationMs: 60_000,
-      gapMs: 250,
-      prefix: "evict",
-      upstream: "tool",
-      perChain: 25,
-    });
-    await sleep(15_000);
+    const { load } = await steadyLoad("evict", 60_000, 250);
     const tEvict = Date.now();
     const evicted = await evict(first!.metadata.name);
     expect(evicted.code, evicted.stderr).toBe(0);
@@ -677,5 +672,65 @@ describe("faults in a kind cluster", () => {
     // none needed the caller's retry or a fail mode.
     const { failOpen, refused } = await checkLoad(await load, tEvict, "eviction", false);
     expect([...failOpen, ...refused]).toEqual([]);
+  });
+  it("the operator's leader deleted during a burst of 100 GovernancePolicy changes: every policy ends Synced at its last generation, leadership moves once", async () => {
+    const lease = () => kJson(["-n", NS.release, "get", "lease", `${RELEASE}-operator`]);
+    const before = await lease();
+    const leader: string = before.spec.holderIdentity;
+    const names = Array.from({ length: 10 }, (_, i) => `burst-${i}`);
+    /** Round `r` of the burst: one change to each of the 10 policies (the first creates them). */
+    const round = (r: number) =>
+      k(["apply", "-f", "-"], {
+        input: JSON.stringify({
+          apiVersion: "v1",
+          kind: "List",
+          items: names.map((name) => ({
+            apiVersion: "tollgate.dev/v1alpha1",
+            kind: "GovernancePolicy",
+            metadata: { name, namespace: NS.agents },
+            spec: { organizationRef: { name: ORG }, thresholds: { bulkOperation: 100 + r } },
+          })),
+        }),
+      });
+    const t0 = Date.now();
+    for (let r = 0; r < 10; r++) {
+      await round(r);
+      if (r === 3) {
+        const leaderPod = live(await pods(NS.release, "app.kubernetes.io/component=operator")).find((p) =>
+          leader.startsWith(p.metadata.name),
+        );
+        expect(leaderPod, `lease holder ${leader}`).toBeDefined();
+        await k(["-n", NS.release, "delete", "pod", leaderPod!.metadata.name, "--wait=false"]);
+        log(`deleted the operator's leader ${leaderPod!.metadata.name} after 40 of 100 changes`);
+      }
+    }
+    const synced = async () => {
+      const items = (await kJson(["-n", NS.agents, "get", "governancepolicies"])).items as Obj[];
+      return names.every((name) => {
+        const gp = items.find((i) => i.metadata.name === name);
+        return (
+          gp?.status?.observedGeneration === gp?.metadata.generation &&
+          gp?.status?.conditions?.some((c: Obj) => c.type === "Synced" && c.status === "True")
+        );
+      });
+    };
+    await waitFor("every burst policy Synced at its last generation", synced, 300_000, 1000);
+    log(`100 changes Synced ${((Date.now() - t0) / 1000).toFixed(1)} s after the first`);
+    const items = (await kJson(["-n", NS.agents, "get", "governancepolicies"])).items as Obj[];
+    for (const name of names) {
+      const gp = items.find((i) => i.metadata.name === name)!;
+      expect(gp.metadata.generation, name).toBe(10);
+      expect(gp.spec.thresholds.bulkOperation).toBe(109);
+    }
+    // The same content gives the same service version: one final version for the 10 policies.
+    expect(
+      new Set(names.map((n) => items.find((i) => i.metadata.name === n)!.status.serviceVersion)).size,
+    ).toBe(1);
+    const after = await lease();
+    expect(after.spec.holderIdentity).not.toBe(leader);
+    expect(after.spec.leaseTransitions ?? 0).toBe((before.spec.leaseTransitions ?? 0) + 1);
+    await k(["-n", NS.agents, "delete", "governancepolicies", ...names, "--wait=true", "--timeout=120s"], {
+      timeoutMs: 130_000,
+    });
   });
 });
