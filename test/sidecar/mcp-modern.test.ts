@@ -192,6 +192,81 @@ describe("MCP face, revision 2026-07-28 (official client 2.x)", () => {
     await second.close();
   });
 
+  it("on the wire: header and envelope checks answer 400 with the revision's codes; notifications 202", async () => {
+    const v = "2026-07-28";
+    const envelope = (version = v) => ({
+      "io.modelcontextprotocol/protocolVersion": version,
+      "io.modelcontextprotocol/clientCapabilities": {},
+    });
+    const post = async (headers: Record<string, string>, body: unknown) => {
+      const r = await fetch(mcpUrl, {
+        method: "POST",
+        headers: { "content-type": "application/json", accept: "application/json", ...headers },
+        body: JSON.stringify(body),
+      });
+      const answer = (await r.json().catch(() => null)) as {
+        result?: Record<string, unknown>;
+        error?: { code: number; data?: unknown };
+      } | null;
+      return { status: r.status, body: answer };
+    };
+    const std = (method: string, name?: string, version = v) => ({
+      "mcp-protocol-version": version,
+      "mcp-method": method,
+      ...(name !== undefined && { "mcp-name": name }),
+    });
+    const call = (name: string, version = v) => ({
+      jsonrpc: "2.0",
+      id: 1,
+      method: "tools/call",
+      params: { name, arguments: { query: "x" }, _meta: envelope(version) },
+    });
+    // Allowed, with every header right (Mcp-Name base64-encoded works too).
+    const ok = await post(std("tools/call", "search_nodes"), call("search_nodes"));
+    expect(ok.status).toBe(200);
+    expect(ok.body?.result).toMatchObject({ resultType: "complete" });
+    expect(ok.body?.result?.isError).toBeFalsy();
+    const b64 = `=?base64?${Buffer.from("search_nodes").toString("base64")}?=`;
+    expect((await post(std("tools/call", b64), call("search_nodes"))).status).toBe(200);
+    for (const [headers, body, status, code] of [
+      [std("tools/call", "read_graph"), call("search_nodes"), 400, -32020], // Mcp-Name ≠ params.name
+      [std("tools/list", "search_nodes"), call("search_nodes"), 400, -32020], // Mcp-Method ≠ method
+      [{ "mcp-method": "tools/call", "mcp-name": "search_nodes" }, call("search_nodes"), 400, -32020],
+      [std("tools/call", "search_nodes", "2026-07-29"), call("search_nodes"), 400, -32020], // header ≠ _meta
+      [std("tools/call", "search_nodes", "2027-01-01"), call("search_nodes", "2027-01-01"), 400, -32022],
+      [std("tools/list"), { jsonrpc: "2.0", id: 2, method: "tools/list", params: {} }, 400, -32602],
+      [
+        std("tools/list"),
+        { jsonrpc: "2.0", id: 3, method: "tools/list", params: { _meta: envelope(), cursor: "c" } },
+        200,
+        -32602,
+      ],
+      [
+        std("prompts/list"),
+        { jsonrpc: "2.0", id: 4, method: "prompts/list", params: { _meta: envelope() } },
+        200,
+        -32601,
+      ],
+      [std("tools/call", "no_such_tool"), call("no_such_tool"), 200, -32602],
+    ] as const) {
+      const r = await post(headers, body);
+      expect({ status: r.status, code: r.body?.error?.code }).toEqual({ status, code });
+    }
+    const unsupported = await post(
+      std("tools/call", "search_nodes", "2027-01-01"),
+      call("search_nodes", "2027-01-01"),
+    );
+    expect(unsupported.body?.error?.data).toEqual({ supported: [v], requested: "2027-01-01" });
+    const note = await post(
+      {},
+      { jsonrpc: "2.0", method: "notifications/cancelled", params: { _meta: envelope(), requestId: 1 } },
+    );
+    expect(note.status).toBe(202);
+    // An envelope-less server/discover (curl) is answered too.
+    const discover = await post({}, { jsonrpc: "2.0", id: 5, method: "server/discover" });
+    expect(discover.body?.result).toMatchObject({ supportedVersions: [v], capabilities: { tools: {} } });
+  });
+
   it("a 2025-era client (SDK 1.x, initialize) keeps its session on the same endpoint", async () => {
     const client = new LegacyClient({ name: "legacy-agent", version: "1.0.0" });
     const transport = new LegacyTransport(mcpUrl);

@@ -18,7 +18,6 @@
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
 import type { WaitUpdate } from "../../core/approval-wait.js";
 import type { Governor } from "../../core/governor.js";
-import type { Logger } from "../../logger.js";
 import { ErrorCode, GatewayError } from "../../wire/errors.js";
 import type { JsonObject } from "../../wire/struct.js";
 import type { GovernedCalls } from "./calls.js";
@@ -50,7 +49,6 @@ export interface ModernCallOptions {
   governor: Governor;
   calls: GovernedCalls;
   states: RequestStates;
-  log: Logger;
   /** ms a retry is held while the approval is still pending (below clients' request timeouts). */
   holdMs: number;
 }
@@ -63,11 +61,6 @@ export class ModernCalls {
 
   constructor(options: ModernCallOptions) {
     this.#o = options;
-  }
-
-  /** Chains of calls waiting for approval (or for a retry to collect their outcome). */
-  get waiting(): number {
-    return this.#waiting.size;
   }
 
   /**

@@ -14,12 +14,13 @@
  * Version` and `Mcp-Method` present and equal to the body's, `Mcp-Name` equal to `params.name`
  * on tools/call (400, -32020). Then, in-band (HTTP 200): `server/discover`, `ping`, `tools/list`
  * (the upstream's tools, `ttlMs` 0, `cacheScope` private), `tools/call` (modern-calls.ts), any
- * other method -32601. Every result has `resultType` and `_meta` serverInfo. Notifications get
- * 202 and are otherwise ignored.
+ * other method -32601, a failure inside (e.g. the upstream's tools/list) -32603. Every result
+ * has `resultType` and `_meta` serverInfo. Notifications get 202 and are otherwise ignored.
  */
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { z } from "zod";
 import type { Governor } from "../../core/governor.js";
+import type { Logger } from "../../logger.js";
 import { executeToolSpan, mcpServerSpan } from "../../tracing.js";
 import { ErrorCode, GatewayError } from "../../wire/errors.js";
 import { refusal } from "./calls.js";
@@ -113,6 +114,7 @@ export interface ModernFaceOptions {
   tools: ToolCatalog;
   calls: ModernCalls;
   serverInfo: { name: string; version: string };
+  log: Logger;
 }
 
 /** See the module comment. */
@@ -147,7 +149,11 @@ export class ModernFace {
       if (!res.writableEnded)
         gone.abort(new GatewayError(ErrorCode.CANCELLED, "the MCP client closed the connection"));
     });
-    const answer = await this.#dispatch(req, message, envelope, gone.signal);
+    const answer = await this.#dispatch(req, message, envelope, gone.signal).catch((err: unknown) => {
+      // The upstream's tools/list failed, or worse: in-band, as the SDKs answer a failed handler.
+      this.#o.log.error({ err, method: message.method }, "a modern MCP request failed");
+      return { error: { code: -32603, message: "Internal error" } };
+    });
     sendJson(res, 200, { jsonrpc: "2.0", id: message.id, ...answer });
   }
 

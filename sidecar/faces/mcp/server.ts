@@ -132,7 +132,6 @@ export class McpFace {
       governor: options.governor,
       calls: this.#calls,
       states: new RequestStates(),
-      log: options.log,
       holdMs: this.#o.modernHoldMs,
     });
     this.#modern = new ModernFace({
@@ -140,6 +139,7 @@ export class McpFace {
       tools: this.#tools,
       calls: this.#modernCalls,
       serverInfo: SERVER_INFO,
+      log: options.log,
     });
     this.#tasks.onCancel = (taskId) => void this.#cancelTask(taskId);
     if (options.metrics) options.metrics.sources.mcpSessions = () => this.#sessions.size;
