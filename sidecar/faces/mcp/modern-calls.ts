@@ -102,7 +102,7 @@ export class ModernCalls {
         this.#o.governor.holdsWait(chain.openedChainId, chain.approvalId)
       )
         continue;
-      this.#end(chain);
+      void this.#end(chain);
     }
   }
 
