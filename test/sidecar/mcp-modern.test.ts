@@ -14,8 +14,7 @@ import { Client, ProtocolError, StreamableHTTPClientTransport } from "@modelcont
 import { Client as LegacyClient } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport as LegacyTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { SignedReceipt } from "../../src/receipts/schema.js";
-import { memoryUpstream, type Stack, startStack } from "./harness.js";
+import { memoryUpstream, nextPendingApproval, type Stack, startStack, waitForReceipt } from "./harness.js";
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 /** Approvals are granted this long after they were seen pending (the client retries meanwhile). */
@@ -71,27 +70,8 @@ describe("MCP face, revision 2026-07-28 (official client 2.x)", () => {
     await client.connect(new StreamableHTTPClientTransport(mcpUrl));
     return client;
   };
-  /** Waits for an approval not seen before and returns it (left pending). */
-  async function nextPending(): Promise<{ approval_id: string; chain_id: string }> {
-    for (;;) {
-      const fresh = (await s.pendingApprovals()).find((a) => !seen.has(a.approval_id));
-      if (fresh) {
-        seen.add(fresh.approval_id);
-        return fresh;
-      }
-      await sleep(50);
-    }
-  }
-  async function receiptOf(chainId: string): Promise<SignedReceipt> {
-    for (let i = 0; i < 200; i++) {
-      const r = await fetch(`${s.t.url}/v1/chains/${chainId}/receipt`, {
-        headers: { authorization: `Bearer ${s.org.clientKey}` },
-      });
-      if (r.status === 200) return (await r.json()) as SignedReceipt;
-      await sleep(100);
-    }
-    throw new Error(`chain ${chainId} got no receipt`);
-  }
+  const nextPending = () => nextPendingApproval(s, seen);
+  const receiptOf = (chainId: string) => waitForReceipt(s, chainId, 20_000);
   const chainOf = (r: { _meta?: Record<string, unknown> }) => r._meta?.["tollgate.dev/chain_id"] as string;
 
   it("negotiates the modern era; tools/list; an allowed call runs in a chain of its own, completed with a receipt", async () => {
