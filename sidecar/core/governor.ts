@@ -183,6 +183,14 @@ export class Governor {
     }
   }
 
+  /**
+   * True while the chain `chainId` holds the wait of approval `approvalId` (pending, or resolved
+   * with an outcome nobody received yet): a retry of its call would re-attach, not decide anew.
+   */
+  holdsWait(chainId: string, approvalId: string): boolean {
+    return this.#chains.find(chainId)?.wait?.approvalId === approvalId;
+  }
+
   /** True while a call of `chainId` waits for a human. */
   waitsForApproval(chainId: string): boolean {
     return this.#chains.find(chainId)?.wait?.pending ?? false;

@@ -22,8 +22,7 @@ import {
   type Progress,
 } from "@modelcontextprotocol/sdk/types.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { SignedReceipt } from "../../src/receipts/schema.js";
-import { memoryUpstream, type Stack, startStack } from "./harness.js";
+import { memoryUpstream, nextPendingApproval, type Stack, startStack, waitForReceipt } from "./harness.js";
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const here = path.dirname(fileURLToPath(import.meta.url));
@@ -96,16 +95,7 @@ describe("approval waits through the MCP face", () => {
     }
   }
   /** Waits for an approval not seen before and returns it (left pending). */
-  async function nextPending(): Promise<{ approval_id: string; chain_id: string }> {
-    for (;;) {
-      const fresh = (await s.pendingApprovals()).find((a) => !seen.has(a.approval_id));
-      if (fresh) {
-        seen.add(fresh.approval_id);
-        return fresh;
-      }
-      await sleep(50);
-    }
-  }
+  const nextPending = () => nextPendingApproval(s, seen);
   const entity = (name: string) => ({
     entities: [{ name, entityType: "person", observations: ["reviewed"] }],
   });
@@ -428,18 +418,6 @@ async function waitForApprovalStatus(
     await sleep(100);
   }
   throw new Error(`approval ${approvalId} never became ${status}`);
-}
-
-async function waitForReceipt(s: Stack, chainId: string, timeoutMs = 10_000): Promise<SignedReceipt> {
-  const until = Date.now() + timeoutMs;
-  while (Date.now() < until) {
-    const r = await fetch(`${s.t.url}/v1/chains/${chainId}/receipt`, {
-      headers: { authorization: `Bearer ${s.org.clientKey}` },
-    });
-    if (r.status === 200) return (await r.json()) as SignedReceipt;
-    await sleep(100);
-  }
-  throw new Error(`chain ${chainId} got no receipt`);
 }
 
 function runPython(python: string, args: string[]): Promise<Record<string, unknown>> {

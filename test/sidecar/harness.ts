@@ -17,6 +17,7 @@ import type { Logger } from "../../sidecar/logger.js";
 import { type Sidecar, startSidecar } from "../../sidecar/sidecar.js";
 import { createGatewayClient, decodeDecision } from "../../sidecar/wire/proto.js";
 import { jsonToStruct } from "../../sidecar/wire/struct.js";
+import type { SignedReceipt } from "../../src/receipts/schema.js";
 import { startTestService, type TestService } from "../support/service.js";
 
 /** One request the tool server received. */
@@ -296,4 +297,32 @@ export async function startStack(opts: StackOptions = {}): Promise<Stack> {
     },
   };
   return stack;
+}
+
+/** The signed receipt of `chainId`, polled (every 100 ms) until it exists. @throws after `timeoutMs` */
+export async function waitForReceipt(s: Stack, chainId: string, timeoutMs = 10_000): Promise<SignedReceipt> {
+  const until = Date.now() + timeoutMs;
+  while (Date.now() < until) {
+    const r = await fetch(`${s.t.url}/v1/chains/${chainId}/receipt`, {
+      headers: { authorization: `Bearer ${s.org.clientKey}` },
+    });
+    if (r.status === 200) return (await r.json()) as SignedReceipt;
+    await new Promise((res) => setTimeout(res, 100));
+  }
+  throw new Error(`chain ${chainId} got no receipt`);
+}
+
+/** Waits for a pending approval of the organization whose id is not in `seen`, adds it, returns it. */
+export async function nextPendingApproval(
+  s: Stack,
+  seen: Set<string>,
+): Promise<{ approval_id: string; chain_id: string }> {
+  for (;;) {
+    const fresh = (await s.pendingApprovals()).find((a) => !seen.has(a.approval_id));
+    if (fresh) {
+      seen.add(fresh.approval_id);
+      return fresh;
+    }
+    await new Promise((res) => setTimeout(res, 50));
+  }
 }

@@ -10,8 +10,7 @@ import path from "node:path";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { SignedReceipt } from "../../src/receipts/schema.js";
-import { memoryUpstream, type Stack, startStack } from "./harness.js";
+import { memoryUpstream, type Stack, startStack, waitForReceipt } from "./harness.js";
 
 describe("MCP upstream and MCP face (server-memory over stdio)", () => {
   let s: Stack;
@@ -131,14 +130,3 @@ describe("MCP upstream and MCP face (server-memory over stdio)", () => {
     expect(chains.size).toBe(2);
   });
 });
-
-async function waitForReceipt(s: Stack, chainId: string): Promise<SignedReceipt> {
-  for (let i = 0; i < 200; i++) {
-    const r = await fetch(`${s.t.url}/v1/chains/${chainId}/receipt`, {
-      headers: { authorization: `Bearer ${s.org.clientKey}` },
-    });
-    if (r.status === 200) return (await r.json()) as SignedReceipt;
-    await new Promise((res) => setTimeout(res, 25));
-  }
-  throw new Error("the session's chain was not completed");
-}

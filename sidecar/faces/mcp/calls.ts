@@ -1,8 +1,8 @@
 /**
  * The governed tools/call of the MCP face: one Governor invocation (action_type tool_call,
  * action_name the tool, payload the arguments, agent_name the configured TOLLGATE_AGENT_NAME)
- * inside the session's chain, opened at its first governed call and completed when the session
- * ends. A forwarded call's result is the upstream's CallToolResult with
+ * inside the chain of its ChainOwner (a legacy session, or one modern-era call), opened at its
+ * first governed call and completed when the owner ends. A forwarded call's result is the upstream's CallToolResult with
  * `_meta["tollgate.dev/chain_id"]` and `_meta["tollgate.dev/event_id"]` added; a refusal is a
  * tool error result (isError) whose text is the reason, with `_meta["tollgate.dev/error_code"]`,
  * `_meta["tollgate.dev/decision"]` and, for approvals, `_meta["tollgate.dev/approval"]`.
@@ -14,7 +14,7 @@ import { toProtoDecision } from "../../wire/decision.js";
 import { ErrorCode, GatewayError } from "../../wire/errors.js";
 import type { JsonObject } from "../../wire/struct.js";
 import { checkPayloadSize, type InvokeInput } from "../../wire/validate.js";
-import type { RunningTask, Session, WaitReporter } from "./session.js";
+import type { ChainOwner, RunningTask, WaitReporter } from "./session.js";
 
 /** What the governed calls of the face need. */
 export interface GovernedCallOptions {
@@ -37,7 +37,27 @@ export class GovernedCalls {
 
   /** One governed tools/call; refusals become tool error results (never rejects). */
   async call(
-    session: Session,
+    owner: ChainOwner,
+    tool: string,
+    args: Record<string, unknown>,
+    signal: AbortSignal,
+    reporter: WaitReporter,
+    running?: RunningTask,
+  ): Promise<CallToolResult> {
+    try {
+      return await this.invoke(owner, tool, args, signal, reporter, running);
+    } catch (err) {
+      return this.refusalOf(err, owner.openedChainId);
+    }
+  }
+
+  /**
+   * One governed tools/call in `owner`'s chain (opened on its first call).
+   * @throws GatewayError for every refusal (wire/errors.ts); when `signal` aborts with a
+   *   GatewayError reason, that very error (so a caller can tell its own detach apart).
+   */
+  async invoke(
+    owner: ChainOwner,
     tool: string,
     args: Record<string, unknown>,
     signal: AbortSignal,
@@ -53,7 +73,6 @@ export class GovernedCalls {
       );
     if (signal.aborted) onAbort();
     else signal.addEventListener("abort", onAbort, { once: true });
-    let chainId: string | null = null;
     try {
       let payload: JsonObject;
       try {
@@ -62,13 +81,13 @@ export class GovernedCalls {
         this.#o.governor.countInvalid("mcp");
         throw err;
       }
-      session.chainId ??= this.#openChain(session);
-      const opening = session.chainId;
-      chainId = await opening.catch((err) => {
-        if (session.chainId === opening) session.chainId = null; // retry on the next call
+      owner.chainId ??= this.#openChain(owner);
+      const opening = owner.chainId;
+      const chainId = await opening.catch((err) => {
+        if (owner.chainId === opening) owner.chainId = null; // retry on the next call
         throw err;
       });
-      if (session.chainId === opening) session.openedChainId = chainId;
+      if (owner.chainId === opening) owner.openedChainId = chainId;
       const input: InvokeInput = {
         chainId,
         agentName: this.#o.agentName,
@@ -92,41 +111,40 @@ export class GovernedCalls {
           "tollgate.dev/event_id": r.decision.event_id,
         },
       };
-    } catch (err) {
-      const e = err instanceof GatewayError ? err : new GatewayError(ErrorCode.INTERNAL, "internal error");
-      if (!(err instanceof GatewayError)) this.#o.log.error({ err }, "unexpected error in an MCP tools/call");
-      return refusal(e, chainId);
     } finally {
       reporter.done();
       signal.removeEventListener("abort", onAbort);
     }
   }
 
-  /** Completes the session's chain, if it has one (the session ended). Never rejects. */
+  /** What `invoke` threw as a tool error result (an unexpected error is logged, and INTERNAL). */
+  refusalOf(err: unknown, chainId: string | null): CallToolResult {
+    if (err instanceof GatewayError) return refusal(err, chainId);
+    this.#o.log.error({ err }, "unexpected error in an MCP tools/call");
+    return refusal(new GatewayError(ErrorCode.INTERNAL, "internal error"), chainId);
+  }
+
+  /** Completes the owner's chain, if it has one (the session or the call ended). Never rejects. */
   async completeChain(
-    session: Pick<Session, "chainId">,
+    owner: Pick<ChainOwner, "chainId">,
     failure: { mode: string; message: string } | null,
   ): Promise<void> {
-    const chainId = await session.chainId?.catch(() => null);
+    const chainId = await owner.chainId?.catch(() => null);
     if (!chainId) return;
     try {
       await this.#o.governor.completeChain(chainId, failure, new AbortController());
     } catch (err) {
       const e = err as GatewayError;
       if (e.code === ErrorCode.CHAIN_COMPLETED) return;
-      this.#o.log.warn({ chainId, err: e.message }, "could not complete the chain of an MCP session");
+      this.#o.log.warn({ chainId, err: e.message }, "could not complete the chain of an MCP session or call");
     }
   }
 
-  #openChain(session: Session): Promise<string> {
-    const client = session.server.getClientVersion();
+  #openChain(owner: ChainOwner): Promise<string> {
+    const { name, metadata } = owner.chainInfo();
     return this.#o.governor.openChain(
-      "mcp-session",
-      {
-        mcp_session_id: session.transport.sessionId ?? null,
-        mcp_client: client ? `${client.name}/${client.version}` : null,
-        upstream: this.#o.upstreamName,
-      },
+      name,
+      { ...metadata, upstream: this.#o.upstreamName },
       new AbortController(),
     );
   }

@@ -29,6 +29,9 @@
  *   call meanwhile is refused naming the approval and its review URL (core/approvals.ts).
  *
  * Origin: a request whose Origin is not allowed gets 403 (origin.ts).
+ *
+ * The modern era (revision 2026-07-28: no session, server/discover, input_required) is answered
+ * on the same endpoint by modern.ts; this module keeps the legacy sessions.
  */
 import { randomUUID } from "node:crypto";
 import type { IncomingMessage, ServerResponse } from "node:http";
@@ -50,7 +53,11 @@ import { executeToolSpan, mcpServerSpan } from "../../tracing.js";
 import type { McpUpstream } from "../../upstreams/mcp.js";
 import { ErrorCode, GatewayError } from "../../wire/errors.js";
 import { GovernedCalls, refusal } from "./calls.js";
+import { header, jsonRpcError, readBody } from "./http.js";
+import { isModernRequest, ModernFace } from "./modern.js";
+import { ModernCalls } from "./modern-calls.js";
 import { originAllowed } from "./origin.js";
+import { RequestStates } from "./request-state.js";
 import {
   type Extra,
   elicitReview,
@@ -85,6 +92,8 @@ export interface McpFaceOptions {
   allowedOrigins?: readonly string[];
   /** ms a task and its result are kept (covers the approval timeout). */
   taskTtlMs?: number;
+  /** ms a modern-era retry is held while its approval is pending (modern-calls.ts). */
+  modernHoldMs?: number;
 }
 
 const ListParamsSchema = z.object({ cursor: z.string().optional() }).loose().optional();
@@ -95,6 +104,8 @@ export class McpFace {
   readonly #sessions = new Map<string, Session>();
   readonly #tools: ToolCatalog;
   readonly #calls: GovernedCalls;
+  readonly #modernCalls: ModernCalls;
+  readonly #modern: ModernFace;
   readonly #tasks = new GovernedTaskStore();
   readonly #running = new Map<string, RunningTask>();
   readonly #sweeper: NodeJS.Timeout;
@@ -106,6 +117,7 @@ export class McpFace {
       progressIntervalMs: 10_000,
       allowedOrigins: [],
       taskTtlMs: 25 * 3_600_000,
+      modernHoldMs: 45_000,
       ...options,
     };
     this.#tools = new ToolCatalog(options.upstream);
@@ -114,6 +126,19 @@ export class McpFace {
       agentName: options.agentName,
       upstreamName: options.upstream.name,
       maxPayloadBytes: options.maxPayloadBytes,
+      log: options.log,
+    });
+    this.#modernCalls = new ModernCalls({
+      governor: options.governor,
+      calls: this.#calls,
+      states: new RequestStates(),
+      holdMs: this.#o.modernHoldMs,
+    });
+    this.#modern = new ModernFace({
+      governor: options.governor,
+      tools: this.#tools,
+      calls: this.#modernCalls,
+      serverInfo: SERVER_INFO,
       log: options.log,
     });
     this.#tasks.onCancel = (taskId) => void this.#cancelTask(taskId);
@@ -147,6 +172,10 @@ export class McpFace {
         );
       }
     }
+    if (isModernRequest(req, body)) {
+      if (this.#closing) return jsonRpcError(res, 503, -32000, "The sidecar is shutting down");
+      return this.#modern.handle(req, res, body);
+    }
     if (sessionId) {
       const session = this.#sessions.get(sessionId);
       if (!session) return jsonRpcError(res, 404, -32001, "Session not found");
@@ -171,7 +200,10 @@ export class McpFace {
   async close(): Promise<void> {
     this.#closing = true;
     clearInterval(this.#sweeper);
-    await Promise.allSettled([...this.#sessions.values()].map((s) => s.transport.close()));
+    await Promise.allSettled([
+      ...[...this.#sessions.values()].map((s) => s.transport.close()),
+      this.#modernCalls.close(),
+    ]);
     this.#tasks.cleanup();
   }
 
@@ -187,6 +219,16 @@ export class McpFace {
       server,
       chainId: null,
       openedChainId: null,
+      chainInfo: () => {
+        const client = server.getClientVersion();
+        return {
+          name: "mcp-session",
+          metadata: {
+            mcp_session_id: session.transport.sessionId ?? null,
+            mcp_client: client ? `${client.name}/${client.version}` : null,
+          },
+        };
+      },
       lastSeen: Date.now(),
       active: 0,
       transport: new StreamableHTTPServerTransport({
@@ -327,8 +369,12 @@ export class McpFace {
     if (approvalId) await this.#o.governor.withdrawApproval(approvalId, reason);
   }
 
-  /** Ends sessions idle for `sessionIdleMs` with nothing in progress or waiting. */
+  /**
+   * Ends sessions idle for `sessionIdleMs` with nothing in progress or waiting, and completes
+   * the chains of modern calls whose wait is gone.
+   */
   #expireIdle(): void {
+    this.#modernCalls.sweep();
     const now = Date.now();
     for (const session of this.#sessions.values()) {
       if (session.active > 0 || now - session.lastSeen < this.#o.sessionIdleMs) continue;
@@ -338,33 +384,4 @@ export class McpFace {
       void session.transport.close(); // onclose completes the chain
     }
   }
-}
-
-const header = (req: IncomingMessage, name: string): string | undefined => {
-  const v = req.headers[name];
-  return Array.isArray(v) ? v[0] : v;
-};
-
-/** Reads a request body as text, refusing more than `limit` bytes. */
-function readBody(req: IncomingMessage, limit: number): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const chunks: Buffer[] = [];
-    let size = 0;
-    req.on("data", (c: Buffer) => {
-      size += c.length;
-      if (size > limit) {
-        reject(new Error("too large"));
-        req.destroy();
-        return;
-      }
-      chunks.push(c);
-    });
-    req.on("end", () => resolve(Buffer.concat(chunks).toString("utf8")));
-    req.on("error", reject);
-  });
-}
-
-function jsonRpcError(res: ServerResponse, status: number, code: number, message: string): void {
-  res.writeHead(status, { "content-type": "application/json" });
-  res.end(JSON.stringify({ jsonrpc: "2.0", error: { code, message }, id: null }));
 }

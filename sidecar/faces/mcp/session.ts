@@ -16,19 +16,29 @@ import {
 import { z } from "zod";
 import type { WaitUpdate } from "../../core/approval-wait.js";
 import type { Logger } from "../../logger.js";
+import type { JsonObject } from "../../wire/struct.js";
 import type { InvokeInput } from "../../wire/validate.js";
 
 /** The MCP SDK's context of one request. */
 export type Extra = RequestHandlerExtra<ServerRequest, ServerNotification>;
 
-/** One MCP session: its transport and server, and the chain its governed calls go into. */
-export interface Session {
-  transport: StreamableHTTPServerTransport;
-  server: Server;
-  /** The session's current chain, opened on the first governed tools/call. */
+/**
+ * What governed calls go into one chain of: a legacy MCP session, or one modern-era tools/call
+ * (modern-calls.ts).
+ */
+export interface ChainOwner {
+  /** The owner's chain, opened on its first governed tools/call. */
   chainId: Promise<string> | null;
   /** The id `chainId` resolved to (null before). */
   openedChainId: string | null;
+  /** The chain's name and metadata (besides `upstream`), read when it is opened. */
+  chainInfo(): { name: string; metadata: JsonObject };
+}
+
+/** One MCP session: its transport and server, and the chain its governed calls go into. */
+export interface Session extends ChainOwner {
+  transport: StreamableHTTPServerTransport;
+  server: Server;
   /** ms timestamp of the last HTTP request of the session. */
   lastSeen: number;
   /** tools/call requests and tasks in progress. */

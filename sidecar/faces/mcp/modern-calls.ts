@@ -1,0 +1,217 @@
+/**
+ * The governed tools/call of the modern era (MCP 2026-07-28, stateless): with no session, each
+ * call opens its own chain (`mcp-call`, metadata `mcp_era`, `mcp_client` from the request's
+ * `clientInfo`, `upstream`), completed as soon as the call's outcome reached the client.
+ *
+ * An approval wait is a Multi Round-Trip Request (docs/concepts/sidecar.md "MCP revisions"):
+ * - the call's first answer, as soon as its approval is pending, is `input_required` with
+ *   `requestState` (request-state.ts: names the chain's approval wait) and, when the client
+ *   declared URL-mode elicitation, `inputRequests.review`: an `elicitation/create` in URL mode
+ *   with the approver's review URL (information only: the answer changes nothing);
+ * - a retry carrying the `requestState`, on any connection, re-attaches to the same wait
+ *   (core/approvals.ts: one forward for all its callers) and is held up to `holdMs`; the
+ *   approval decided, it gets the real result (or the refusal), else `input_required` again with
+ *   the same `requestState` and no input request, and the client retries;
+ * - a chain whose wait is gone with nobody attached (outcome delivered, dropped after the
+ *   re-attach window, withdrawn) is completed by `sweep()`; `close()` completes them all.
+ */
+import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
+import type { WaitUpdate } from "../../core/approval-wait.js";
+import type { Governor } from "../../core/governor.js";
+import { ErrorCode, GatewayError } from "../../wire/errors.js";
+import type { JsonObject } from "../../wire/struct.js";
+import type { GovernedCalls } from "./calls.js";
+import type { RequestStates } from "./request-state.js";
+import { type ChainOwner, type WaitReporter, waitMessage } from "./session.js";
+
+/** A modern-era tools/call result: complete, or input_required (the call waits for approval). */
+export type ModernCallResult =
+  | (CallToolResult & { resultType: "complete" })
+  | { resultType: "input_required"; requestState: string; inputRequests?: Record<string, JsonObject> };
+
+/** What the client said about itself in the request's `_meta` envelope. */
+export interface ModernCaller {
+  /** `clientInfo` as `name/version`, or null. */
+  client: string | null;
+  /** The client declared URL-mode elicitation (`clientCapabilities.elicitation.url`). */
+  urlElicitation: boolean;
+}
+
+/** The chain of one modern call, kept while its approval wait may be re-attached to. */
+interface CallChain extends ChainOwner {
+  approvalId: string | null;
+  /** Requests of this call in progress (the first one and retries). */
+  active: number;
+}
+
+/** Options of ModernCalls. */
+export interface ModernCallOptions {
+  governor: Governor;
+  calls: GovernedCalls;
+  states: RequestStates;
+  /** ms a retry is held while the approval is still pending (below clients' request timeouts). */
+  holdMs: number;
+}
+
+/** See the module comment. */
+export class ModernCalls {
+  readonly #o: ModernCallOptions;
+  /** Chains of calls that answered input_required, by chain id. */
+  readonly #waiting = new Map<string, CallChain>();
+
+  constructor(options: ModernCallOptions) {
+    this.#o = options;
+  }
+
+  /**
+   * One modern tools/call: a fresh call when `requestState` is undefined, else the retry of the
+   * call the state names. Never rejects for a refusal (a tool error result).
+   * @throws GatewayError INVALID_ARGUMENT (field requestState) when the state is not one this
+   *   sidecar issued for this tool and these arguments.
+   */
+  async call(
+    tool: string,
+    args: Record<string, unknown>,
+    requestState: string | undefined,
+    caller: ModernCaller,
+    signal: AbortSignal,
+  ): Promise<ModernCallResult> {
+    if (requestState === undefined) return this.#first(tool, args, caller, signal);
+    const handle = this.#o.states.open(requestState, tool, args);
+    const chain = this.#waiting.get(handle.chainId);
+    if (!chain || !this.#o.governor.holdsWait(handle.chainId, handle.approvalId))
+      return complete(
+        this.#o.calls.refusalOf(
+          new GatewayError(
+            ErrorCode.NOT_FOUND,
+            `requestState: approval ${handle.approvalId} has no wait here any more (its outcome was delivered, or dropped after the re-attach window); call again to ask anew`,
+          ),
+          handle.chainId,
+        ),
+      );
+    return this.#retry(chain, requestState, tool, args, signal);
+  }
+
+  /** Completes the chains whose wait is gone and that no request is attached to. */
+  sweep(): void {
+    for (const chain of this.#waiting.values()) {
+      if (chain.active > 0) continue;
+      if (
+        chain.openedChainId &&
+        chain.approvalId &&
+        this.#o.governor.holdsWait(chain.openedChainId, chain.approvalId)
+      )
+        continue;
+      void this.#end(chain);
+    }
+  }
+
+  /** Completes every chain still waiting (shutdown: their waits are withdrawn). */
+  async close(): Promise<void> {
+    await Promise.allSettled([...this.#waiting.values()].map((c) => this.#end(c)));
+  }
+
+  async #first(
+    tool: string,
+    args: Record<string, unknown>,
+    caller: ModernCaller,
+    signal: AbortSignal,
+  ): Promise<ModernCallResult> {
+    const chain: CallChain = {
+      chainId: null,
+      openedChainId: null,
+      approvalId: null,
+      active: 1,
+      chainInfo: () => ({ name: "mcp-call", metadata: { mcp_era: "modern", mcp_client: caller.client } }),
+    };
+    const detach = new GatewayError(ErrorCode.CANCELLED, "the call answered input_required");
+    const controller = linked(signal);
+    let pending: WaitUpdate | null = null;
+    const reporter: WaitReporter = {
+      onWait: (u) => {
+        if (u.status !== "pending" || pending) return;
+        pending = u;
+        // Detach at once (the wait goes on for a retry); not inside the wait's own listener call.
+        queueMicrotask(() => controller.abort(detach));
+      },
+      done: () => undefined,
+    };
+    try {
+      const result = await this.#o.calls.invoke(chain, tool, args, controller.signal, reporter);
+      void this.#end(chain);
+      return complete(result);
+    } catch (err) {
+      const u = pending as WaitUpdate | null;
+      if (err === detach && u && chain.openedChainId) {
+        chain.approvalId = u.approvalId;
+        this.#waiting.set(chain.openedChainId, chain);
+        const handle = { chainId: chain.openedChainId, approvalId: u.approvalId };
+        return {
+          resultType: "input_required",
+          requestState: this.#o.states.issue(handle, tool, args),
+          ...(caller.urlElicitation && { inputRequests: { review: reviewElicitation(u) } }),
+        };
+      }
+      void this.#end(chain);
+      return complete(this.#o.calls.refusalOf(err, chain.openedChainId));
+    } finally {
+      chain.active--;
+    }
+  }
+
+  async #retry(
+    chain: CallChain,
+    requestState: string,
+    tool: string,
+    args: Record<string, unknown>,
+    signal: AbortSignal,
+  ): Promise<ModernCallResult> {
+    const detach = new GatewayError(ErrorCode.CANCELLED, "the retry was held long enough");
+    const controller = linked(signal);
+    const timer = setTimeout(() => controller.abort(detach), this.#o.holdMs);
+    chain.active++;
+    try {
+      const result = await this.#o.calls.invoke(chain, tool, args, controller.signal, {
+        onWait: () => undefined,
+        done: () => undefined,
+      });
+      void this.#end(chain);
+      return complete(result);
+    } catch (err) {
+      if (err === detach) return { resultType: "input_required", requestState };
+      if (!signal.aborted) void this.#end(chain); // a client that left may retry again
+      return complete(this.#o.calls.refusalOf(err, chain.openedChainId));
+    } finally {
+      clearTimeout(timer);
+      chain.active--;
+    }
+  }
+
+  /** Forgets the call's chain and completes it (never rejects). */
+  #end(chain: CallChain): Promise<void> {
+    if (chain.openedChainId) this.#waiting.delete(chain.openedChainId);
+    return this.#o.calls.completeChain(chain, null);
+  }
+}
+
+const complete = (result: CallToolResult): ModernCallResult => ({ ...result, resultType: "complete" });
+
+/** A controller aborted with `signal`'s reason too. */
+function linked(signal: AbortSignal): AbortController {
+  const controller = new AbortController();
+  if (signal.aborted) controller.abort(signal.reason);
+  else signal.addEventListener("abort", () => controller.abort(signal.reason), { once: true });
+  return controller;
+}
+
+/** The embedded URL-mode elicitation that shows the approver's review page (2026-07-28 shape). */
+function reviewElicitation(u: WaitUpdate): JsonObject {
+  return {
+    method: "elicitation/create",
+    params: {
+      mode: "url",
+      message: `${waitMessage(u)}. Retry the call (same arguments, with the requestState) to get its result once a person decided there.`,
+      url: u.reviewUrl,
+    },
+  };
+}
