@@ -3,20 +3,16 @@
  * real PostgreSQL, SDK callers blocked on approvals, approvals through the HTTP API) and writes
  * well-formed results. No timing is asserted.
  */
-import { spawnSync } from "node:child_process";
 import { readFileSync } from "node:fs";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
+import { runBench } from "../support/run-bench.js";
 
 const root = path.resolve(import.meta.dirname, "../..");
 
 describe("bench/approval-resume --quick", () => {
-  it("measures long-poll resume (same and other replica) beside the 5 s poll baselines", () => {
-    const r = spawnSync(process.execPath, ["--import", "tsx", "bench/approval-resume/run.ts", "--quick"], {
-      cwd: root,
-      encoding: "utf8",
-      timeout: 110_000,
-    });
+  it("measures long-poll resume (same and other replica) beside the 5 s poll baselines", async () => {
+    const r = await runBench("bench/approval-resume/run.ts", ["--quick"], { cwd: root, timeoutMs: 110_000 });
     expect(r.status, r.stderr).toBe(0);
     expect(r.stdout).toContain("| approval-resume | approve → resumed p99 (long-poll) |");
     const result = JSON.parse(readFileSync(path.join(root, "bench/results/approval-resume.json"), "utf8"));

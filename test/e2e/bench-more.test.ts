@@ -4,10 +4,10 @@
  * service on real PostgreSQL and the sidecar, built and through tsx) and writes well-formed
  * results. No timing is asserted.
  */
-import { spawnSync } from "node:child_process";
 import { readFileSync } from "node:fs";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
+import { runBench } from "../support/run-bench.js";
 
 const root = path.resolve(import.meta.dirname, "../..");
 
@@ -23,12 +23,8 @@ interface Row {
 }
 
 /** Runs bench/<name>/run.ts --quick and returns its result rows. */
-function runQuick(name: string): Row[] {
-  const r = spawnSync(process.execPath, ["--import", "tsx", `bench/${name}/run.ts`, "--quick"], {
-    cwd: root,
-    encoding: "utf8",
-    timeout: 110_000,
-  });
+async function runQuick(name: string): Promise<Row[]> {
+  const r = await runBench(`bench/${name}/run.ts`, ["--quick"], { cwd: root, timeoutMs: 110_000 });
   expect(r.status, r.stderr).toBe(0);
   const result = JSON.parse(readFileSync(path.join(root, `bench/results/${name}.json`), "utf8"));
   expect(result.name).toBe(name);
@@ -49,8 +45,8 @@ function expectCompared(row: Row | undefined, unit: string) {
 }
 
 describe("bench/receipt --quick", () => {
-  it("builds and verifies receipts beside raw crypto over the same bytes", () => {
-    const rows = runQuick("receipt");
+  it("builds and verifies receipts beside raw crypto over the same bytes", async () => {
+    const rows = await runQuick("receipt");
     expect(rows.map((r) => r.figure)).toEqual([
       "build, 10-event receipt",
       "build, 1,000-event receipt",
@@ -62,8 +58,8 @@ describe("bench/receipt --quick", () => {
 });
 
 describe("bench/grpc-passthrough --quick", () => {
-  it("drives the sidecar and a bare grpc-js server with the same exchanges", () => {
-    const rows = runQuick("grpc-passthrough");
+  it("drives the sidecar and a bare grpc-js server with the same exchanges", async () => {
+    const rows = await runQuick("grpc-passthrough");
     const exchanges = [
       "Invoke plumbing, 1 KiB payload (no service call)",
       "Invoke plumbing, 32 KiB payload (no service call)",
@@ -84,8 +80,8 @@ describe("bench/grpc-passthrough --quick", () => {
 });
 
 describe("bench/memory --quick", () => {
-  it("reads the RSS of the service and the sidecar at rest and under load, as built and through tsx", () => {
-    const rows = runQuick("memory");
+  it("reads the RSS of the service and the sidecar at rest and under load, as built and through tsx", async () => {
+    const rows = await runQuick("memory");
     const figures = [
       "sidecar RSS at rest",
       "sidecar RSS under load (max, 4 agents)",

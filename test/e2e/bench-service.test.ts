@@ -3,10 +3,10 @@
  * runs end to end against real PostgreSQL and the service process, and writes well-formed
  * results. No timing is asserted.
  */
-import { spawnSync } from "node:child_process";
 import { readFileSync } from "node:fs";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
+import { runBench } from "../support/run-bench.js";
 
 const root = path.resolve(import.meta.dirname, "../..");
 
@@ -22,12 +22,8 @@ interface Row {
 }
 
 describe("bench/record-action --quick", () => {
-  it("measures the service, the pgbench baseline, both floors and (durable) the WAL flush stalls on durable and no-fsync PostgreSQL (wrk load)", () => {
-    const r = spawnSync(process.execPath, ["--import", "tsx", "bench/record-action/run.ts", "--quick"], {
-      cwd: root,
-      encoding: "utf8",
-      timeout: 170_000,
-    });
+  it("measures the service, the pgbench baseline, both floors and (durable) the WAL flush stalls on durable and no-fsync PostgreSQL (wrk load)", async () => {
+    const r = await runBench("bench/record-action/run.ts", ["--quick"], { cwd: root, timeoutMs: 170_000 });
     expect(r.status, r.stderr).toBe(0);
     expect(r.stdout).toContain("| record-action | actions/s at 4 clients, durable PostgreSQL |");
     const rows: Row[] = JSON.parse(
@@ -104,12 +100,8 @@ describe("bench/record-action --quick", () => {
 });
 
 describe("bench/decide-only --quick", () => {
-  it("measures the evaluate route and the hello-world baseline in the same run", () => {
-    const r = spawnSync(process.execPath, ["--import", "tsx", "bench/decide-only/run.ts", "--quick"], {
-      cwd: root,
-      encoding: "utf8",
-      timeout: 110_000,
-    });
+  it("measures the evaluate route and the hello-world baseline in the same run", async () => {
+    const r = await runBench("bench/decide-only/run.ts", ["--quick"], { cwd: root, timeoutMs: 110_000 });
     expect(r.status, r.stderr).toBe(0);
     const [row, cel] = JSON.parse(
       readFileSync(path.join(root, "bench/results/decide-only.json"), "utf8"),
