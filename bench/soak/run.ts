@@ -42,7 +42,7 @@ import type { InvokeResponse__Output } from "../../sidecar/generated/tollgate/v1
 import { createGatewayClient } from "../../sidecar/wire/proto.js";
 import { jsonToStruct } from "../../sidecar/wire/struct.js";
 import { benchOrg, buildBundles, startDatabase, startServiceProcess, teardown } from "../lib/parts.js";
-import { rssBytes } from "../lib/proc.js";
+import { cpuSeconds, rssBytes } from "../lib/proc.js";
 import { runAtRate } from "../lib/rate.js";
 import { progress, report } from "../lib/report.js";
 import { startEchoUpstream, startSidecarProcess } from "../lib/sidecar-process.js";
@@ -75,7 +75,7 @@ const sampleSeconds = num(args["sample-seconds"], 10, 2);
 const WARMUP_SECONDS = quick ? 5 : 30;
 const CALLS_PER_CHAIN = 200;
 /** The run stops when more calls are in flight than this many seconds of the load. */
-const MAX_BACKLOG_SECONDS = 10;
+const MAX_BACKLOG_SECONDS = 30;
 const MiB = 1024 * 1024;
 const SLOPE_TARGET_MIB_PER_10_MIN = 1;
 const P99_RATIO_TARGET = 1.2;
@@ -102,6 +102,8 @@ interface Window {
   errors: number;
   achievedRate: number;
   maxInflight: number;
+  /** CPU time per call of each process over the window, in µs. */
+  cpuPerCallUs: Record<Part, number>;
 }
 
 /** The V8 heap in use a process reports on /metrics (prom-client default metrics), in MiB. */
@@ -287,7 +289,12 @@ async function main() {
     const results: Window[] = [];
     try {
       for (let w = 0; w < windows; w++) {
+        const cpu0 = { sidecar: cpuSeconds(pids.sidecar), service: cpuSeconds(pids.service) };
         const r = await segment(windowMinutes * 60);
+        const cpuPerCallUs = {
+          sidecar: ((cpuSeconds(pids.sidecar) - cpu0.sidecar) / r.latency.totalCount) * 1e6,
+          service: ((cpuSeconds(pids.service) - cpu0.service) / r.latency.totalCount) * 1e6,
+        };
         const p = percentilesMs(r.latency);
         results.push({
           index: w,
@@ -298,11 +305,12 @@ async function main() {
           errors: r.errors,
           achievedRate: r.achievedRate,
           maxInflight: r.maxInflight,
+          cpuPerCallUs,
         });
         if (r.errors > 0) progress(`  window ${w + 1}: ${r.errors} calls failed, first: ${r.firstError}`);
         const last = samples.at(-1);
         progress(
-          `  window ${w + 1}/${windows} (${(((w + 1) * windowMinutes * 60) / 60).toFixed(1)} min): p50 ${p.p50.toFixed(2)} ms, p99 ${p.p99.toFixed(2)} ms, max ${p.max.toFixed(0)} ms, ${Math.round(r.achievedRate)} calls/s, ${r.maxInflight} in flight at most` +
+          `  window ${w + 1}/${windows} (${(((w + 1) * windowMinutes * 60) / 60).toFixed(1)} min): p50 ${p.p50.toFixed(2)} ms, p99 ${p.p99.toFixed(2)} ms, max ${p.max.toFixed(0)} ms, ${Math.round(r.achievedRate)} calls/s, ${r.maxInflight} in flight at most, CPU per call sidecar ${cpuPerCallUs.sidecar.toFixed(0)} µs, service ${cpuPerCallUs.service.toFixed(0)} µs` +
             (last
               ? `; RSS sidecar ${last.rss.sidecar.toFixed(1)} MiB (heap ${last.heap.sidecar.toFixed(1)}), service ${last.rss.service.toFixed(1)} MiB (heap ${last.heap.service.toFixed(1)})`
               : "") +
