@@ -22,12 +22,17 @@
  *            is one runAtRate segment: its last calls settle before the next window's first is
  *            due, a gap of a few milliseconds.
  * Before the clock starts, WARMUP_SECONDS of the same load (JIT, connection pools) unmeasured.
+ * The run stops with an error at the first failure: a part that exits, a chain that cannot be
+ * renewed, or more than MAX_BACKLOG_SECONDS of the load in flight (the machine does not sustain
+ * the rate: the backlog of an open loop grows until a process runs out of memory).
  * Progress on stderr after every window; rows in bench/results/soak.json; the samples and the
  * windows in the same file.
  *
  *   npx tsx bench/soak/run.ts [--minutes 30] [--rate 200] [--window-minutes 5]
- *     [--warmup-minutes 5] [--agents 16] [--sample-seconds 10] [--quick]
+ *     [--warmup-minutes 5] [--agents 16] [--sample-seconds 10] [--node-args="..."] [--quick]
  *
+ * --node-args: more Node flags for both processes, e.g. "--heapsnapshot-signal=SIGUSR2" to take
+ * heap snapshots (kill -USR2 <pid>) and compare them when a slope is beyond its target.
  * --quick: the small correctness run the tests use (1 minute at 50 calls/s, 30-second windows,
  * 30 s warm-up for the slope, samples every 2 s); flags given explicitly still win.
  */
@@ -56,6 +61,7 @@ const { values: args } = parseArgs({
     "warmup-minutes": { type: "string" },
     agents: { type: "string" },
     "sample-seconds": { type: "string" },
+    "node-args": { type: "string", default: "" },
     quick: { type: "boolean", default: false },
   },
 });
@@ -72,6 +78,7 @@ const windowMinutes = num(args["window-minutes"], 5, 0.5);
 const warmupMinutes = num(args["warmup-minutes"], windowMinutes, 0.5);
 const agents = num(args.agents, 16, 4);
 const sampleSeconds = num(args["sample-seconds"], 10, 2);
+const nodeArgs = args["node-args"]!.split(" ").filter(Boolean);
 const WARMUP_SECONDS = quick ? 5 : 30;
 const CALLS_PER_CHAIN = 200;
 /** The run stops when more calls are in flight than this many seconds of the load. */
@@ -139,18 +146,16 @@ async function main() {
     stops.push(() => cluster.stop());
     const upstream = await startEchoUpstream();
     stops.push(() => upstream.close());
-    const svc = await startServiceProcess(
-      cluster.urlOf("soak"),
-      { NODE_ENV: "production" },
-      [],
-      [path.join(build, "service.js")],
-    );
+    const svc = await startServiceProcess(cluster.urlOf("soak"), { NODE_ENV: "production" }, nodeArgs, [
+      path.join(build, "service.js"),
+    ]);
     stops.push(() => svc.stop());
     const sidecar = await startSidecarProcess({
       serviceUrl: svc.url,
       apiKey: await benchOrg(svc, "soak"),
       upstreams: [{ name: "tool", type: "http", url: upstream.url }],
       env: { NODE_ENV: "production", NODE_OPTIONS: SIDECAR_NODE_OPTIONS },
+      nodeArgs,
       entry: [path.join(build, "sidecar.js")],
     });
     stops.push(() => sidecar.stop());
