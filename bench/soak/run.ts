@@ -13,8 +13,12 @@
  * calls, off the measured path.
  *
  * Readings:
- *   memory   every --sample-seconds: VmRSS of each process (/proc/<pid>/status) and the V8 heap
- *            in use it reports on /metrics (nodejs_heap_size_used_bytes); the slope of each is a
+ *   memory   every --sample-seconds: VmRSS of each process (/proc/<pid>/status), the V8 heap
+ *            in use it reports on /metrics (nodejs_heap_size_used_bytes) and of that the old
+ *            space (nodejs_heap_space_size_used_bytes{space="old"}: what survives young-generation
+ *            collections, where a leak accumulates; the young generation's size follows the
+ *            allocation rate, up to 2 × --max-semi-space-size, and moves RSS in steps that are
+ *            no leak); the slope of each is a
  *            least-squares fit over the samples after --warmup-minutes, in MiB per 10 minutes
  *            (target ≤ 1 MiB / 10 min).
  *   latency  p50/p99 per --window-minutes window, from each call's intended start; the ratio of
@@ -97,6 +101,7 @@ interface Sample {
   t: number;
   rss: Record<Part, number>;
   heap: Record<Part, number>;
+  old: Record<Part, number>;
 }
 
 /** One latency window. */
@@ -113,12 +118,22 @@ interface Window {
   cpuPerCallUs: Record<Part, number>;
 }
 
-/** The V8 heap in use a process reports on /metrics (prom-client default metrics), in MiB. */
-async function heapUsedMib(metricsUrl: string): Promise<number> {
-  const text = await (await fetch(metricsUrl)).text();
-  const line = text.split("\n").find((l) => l.startsWith("nodejs_heap_size_used_bytes "));
-  if (!line) throw new Error(`${metricsUrl} reports no nodejs_heap_size_used_bytes`);
-  return Number(line.slice(line.lastIndexOf(" ") + 1)) / MiB;
+/**
+ * The V8 heap in use a process reports on /metrics (prom-client default metrics), all of it and
+ * its old space, in MiB.
+ * @throws Error when a gauge is missing.
+ */
+async function heapUsedMib(metricsUrl: string): Promise<{ used: number; old: number }> {
+  const lines = (await (await fetch(metricsUrl)).text()).split("\n");
+  const gauge = (name: string) => {
+    const line = lines.find((l) => l.startsWith(`${name} `));
+    if (!line) throw new Error(`${metricsUrl} reports no ${name}`);
+    return Number(line.slice(line.lastIndexOf(" ") + 1)) / MiB;
+  };
+  return {
+    used: gauge("nodejs_heap_size_used_bytes"),
+    old: gauge('nodejs_heap_space_size_used_bytes{space="old"}'),
+  };
 }
 
 /**
@@ -242,7 +257,8 @@ async function main() {
     };
     const call = async (i: number) => {
       const ready = all.filter((a) => !a.renewing);
-      const agent = ready.find((a) => a.inflight === 0) ?? ready[i % ready.length]!;
+      const pool = ready.length > 0 ? ready : all;
+      const agent = pool.find((a) => a.inflight === 0 && !a.renewing) ?? pool[i % pool.length]!;
       agent.calls++;
       agent.inflight++;
       if (++inflight > maxInflight)
@@ -282,7 +298,12 @@ async function main() {
       try {
         const rss = { sidecar: rssBytes(pids.sidecar) / MiB, service: rssBytes(pids.service) / MiB };
         const [s, v] = await Promise.all(PARTS.map((p) => heapUsedMib(metricsUrl[p])));
-        samples.push({ t, rss, heap: { sidecar: s!, service: v! } });
+        samples.push({
+          t,
+          rss,
+          heap: { sidecar: s!.used, service: v!.used },
+          old: { sidecar: s!.old, service: v!.old },
+        });
       } catch (err) {
         sampleErrors++;
         progress(`  memory sample at ${t.toFixed(0)} s failed: ${(err as Error).message}`);
@@ -336,6 +357,7 @@ async function main() {
       for (const [kind, pick] of [
         ["RSS", (s: Sample) => s.rss[part]],
         ["V8 heap used", (s: Sample) => s.heap[part]],
+        ["V8 old space used", (s: Sample) => s.old[part]],
       ] as const) {
         const value = slopeOf(pick);
         rows.push({

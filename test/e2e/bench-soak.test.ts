@@ -29,7 +29,14 @@ describe("bench/soak --quick", () => {
     // A sample every 2 s over a minute, each with both processes' readings.
     expect(result.samples.length).toBeGreaterThanOrEqual(20);
     for (const s of result.samples)
-      for (const v of [s.rss.sidecar, s.rss.service, s.heap.sidecar, s.heap.service])
+      for (const v of [
+        s.rss.sidecar,
+        s.rss.service,
+        s.heap.sidecar,
+        s.heap.service,
+        s.old.sidecar,
+        s.old.service,
+      ])
         expect(v).toBeGreaterThan(0);
     expect(result.windows.map((w: { calls: number }) => w.calls)).toEqual([1500, 1500]);
 
@@ -43,13 +50,12 @@ describe("bench/soak --quick", () => {
       met: boolean | null;
       repeats: number;
     }[];
-    const slopes = ["sidecar RSS", "sidecar V8 heap used", "service RSS", "service V8 heap used"];
+    const slopes = (part: string) =>
+      ["RSS", "V8 heap used", "V8 old space used"].map((m) => `${part} ${m} slope after 0.5 min warm-up`);
     expect(rows.map((row) => row.figure)).toEqual([
-      `${slopes[0]} slope after 0.5 min warm-up`,
-      `${slopes[1]} slope after 0.5 min warm-up`,
+      ...slopes("sidecar"),
       "sidecar RSS at the end",
-      `${slopes[2]} slope after 0.5 min warm-up`,
-      `${slopes[3]} slope after 0.5 min warm-up`,
+      ...slopes("service"),
       "service RSS at the end",
       "p99, window 1 (min 0–0.5)",
       "p99, window 2 (min 0.5–1)",
@@ -63,13 +69,13 @@ describe("bench/soak --quick", () => {
       expect(row.unit).toBe("MiB/10 min");
       expect(row.met).toBe(row.value <= 1);
     }
-    const windows = rows.slice(6, 8);
+    const windows = rows.slice(8, 10);
     for (const [i, row] of windows.entries()) {
       expect(row.unit).toBe("ms");
       expect(row.value).toBe(result.windows[i].p99);
     }
     // The slowest window's p99 beside the fastest's, their ratio against the 20% target.
-    const ratio = rows[8]!;
+    const ratio = rows[10]!;
     expect(ratio.value).toBe(Math.max(...windows.map((w) => w.value)));
     expect(ratio.baselineValue).toBe(Math.min(...windows.map((w) => w.value)));
     expect(ratio.ratio).toBeCloseTo(ratio.value / ratio.baselineValue!, 6);
