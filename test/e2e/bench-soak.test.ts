@@ -7,6 +7,7 @@ import { execFile } from "node:child_process";
 import { readFileSync } from "node:fs";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
+import type { ResultRow } from "../../bench/lib/stats.js";
 
 const root = path.resolve(import.meta.dirname, "../..");
 
@@ -40,16 +41,7 @@ describe("bench/soak --quick", () => {
         expect(v).toBeGreaterThan(0);
     expect(result.windows.map((w: { calls: number }) => w.calls)).toEqual([1500, 1500]);
 
-    const rows = result.rows as {
-      benchmark: string;
-      figure: string;
-      value: number;
-      unit: string;
-      baselineValue: number | null;
-      ratio: number | null;
-      met: boolean | null;
-      repeats: number;
-    }[];
+    const rows = result.rows as ResultRow[];
     const slopes = (part: string) =>
       ["RSS", "V8 heap used", "V8 old space used"].map((m) => `${part} ${m} slope after 0.5 min warm-up`);
     expect(rows.map((row) => row.figure)).toEqual([
