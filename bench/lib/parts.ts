@@ -103,6 +103,7 @@ export async function startServiceProcess(
     adminToken,
     proc,
     async stop() {
+      if (proc.exitCode !== null || proc.signalCode !== null) return;
       const exited = new Promise((r) => proc.once("exit", r));
       proc.kill("SIGTERM");
       await exited;

@@ -88,7 +88,8 @@ export async function startSidecarProcess(opts: SidecarProcessOptions): Promise<
     httpUrl,
     proc,
     async stop() {
-      if (proc.exitCode === null) {
+      // Not exited yet (a process killed by a signal has exitCode null and signalCode set).
+      if (proc.exitCode === null && proc.signalCode === null) {
         const exited = new Promise((r) => proc.once("exit", r));
         proc.kill("SIGTERM");
         await exited;

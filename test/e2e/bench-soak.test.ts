@@ -1,0 +1,76 @@
+/**
+ * bench/soak in its small mode: the built service on real PostgreSQL and the built sidecar under
+ * an open-loop load for a minute, memory sampled from /proc and /metrics, and well-formed result
+ * rows (slopes, p99 per window, the windows' ratio). No timing and no slope is asserted.
+ */
+import { execFile } from "node:child_process";
+import { readFileSync } from "node:fs";
+import path from "node:path";
+import { describe, expect, it } from "vitest";
+import type { ResultRow } from "../../bench/lib/stats.js";
+
+const root = path.resolve(import.meta.dirname, "../..");
+
+describe("bench/soak --quick", () => {
+  it("samples both processes' RSS and heap and reports slopes and p99 per window", async () => {
+    // Asynchronously: a minute-long spawnSync would block the worker's RPC with vitest.
+    const r = await new Promise<{ code: number | null; stderr: string }>((resolve) => {
+      const child = execFile(
+        process.execPath,
+        ["--import", "tsx", "bench/soak/run.ts", "--quick"],
+        { cwd: root, encoding: "utf8", timeout: 240_000 },
+        (_err, _stdout, stderr) => resolve({ code: child.exitCode, stderr }),
+      );
+    });
+    expect(r.code, r.stderr).toBe(0);
+    const result = JSON.parse(readFileSync(path.join(root, "bench/results/soak.json"), "utf8"));
+    expect(result).toMatchObject({ name: "soak", quick: true, errors: 0, sample_errors: 0 });
+    // Chains were completed and replaced during the run (200 calls each, 3,000 calls).
+    expect(result.chains_completed).toBeGreaterThan(0);
+    // A sample every 2 s over a minute, each with both processes' readings.
+    expect(result.samples.length).toBeGreaterThanOrEqual(20);
+    for (const s of result.samples)
+      for (const v of [
+        s.rss.sidecar,
+        s.rss.service,
+        s.heap.sidecar,
+        s.heap.service,
+        s.old.sidecar,
+        s.old.service,
+      ])
+        expect(v).toBeGreaterThan(0);
+    expect(result.windows.map((w: { calls: number }) => w.calls)).toEqual([1500, 1500]);
+
+    const rows = result.rows as ResultRow[];
+    const slopes = (part: string) =>
+      ["RSS", "V8 heap used", "V8 old space used"].map((m) => `${part} ${m} slope after 0.5 min warm-up`);
+    expect(rows.map((row) => row.figure)).toEqual([
+      ...slopes("sidecar"),
+      "sidecar RSS at the end",
+      ...slopes("service"),
+      "service RSS at the end",
+      "p99, window 1 (min 0–0.5)",
+      "p99, window 2 (min 0.5–1)",
+      "p99 of the slowest of 2 windows",
+    ]);
+    for (const row of rows) {
+      expect(row).toMatchObject({ benchmark: "soak", repeats: 1 });
+      expect(Number.isFinite(row.value), row.figure).toBe(true);
+    }
+    for (const row of rows.filter((x) => x.figure.includes("slope"))) {
+      expect(row.unit).toBe("MiB/10 min");
+      expect(row.met).toBe(row.value <= 1);
+    }
+    const windows = rows.slice(8, 10);
+    for (const [i, row] of windows.entries()) {
+      expect(row.unit).toBe("ms");
+      expect(row.value).toBe(result.windows[i].p99);
+    }
+    // The slowest window's p99 beside the fastest's, their ratio against the 20% target.
+    const ratio = rows[10]!;
+    expect(ratio.value).toBe(Math.max(...windows.map((w) => w.value)));
+    expect(ratio.baselineValue).toBe(Math.min(...windows.map((w) => w.value)));
+    expect(ratio.ratio).toBeCloseTo(ratio.value / ratio.baselineValue!, 6);
+    expect(ratio.met).toBe(ratio.ratio! <= 1.2);
+  }, 250_000);
+});
