@@ -3,26 +3,18 @@
  * an open-loop load for a minute, memory sampled from /proc and /metrics, and well-formed result
  * rows (slopes, p99 per window, the windows' ratio). No timing and no slope is asserted.
  */
-import { execFile } from "node:child_process";
 import { readFileSync } from "node:fs";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
 import type { ResultRow } from "../../bench/lib/stats.js";
+import { runBench } from "../support/run-bench.js";
 
 const root = path.resolve(import.meta.dirname, "../..");
 
 describe("bench/soak --quick", () => {
   it("samples both processes' RSS and heap and reports slopes and p99 per window", async () => {
-    // Asynchronously: a minute-long spawnSync would block the worker's RPC with vitest.
-    const r = await new Promise<{ code: number | null; stderr: string }>((resolve) => {
-      const child = execFile(
-        process.execPath,
-        ["--import", "tsx", "bench/soak/run.ts", "--quick"],
-        { cwd: root, encoding: "utf8", timeout: 240_000 },
-        (_err, _stdout, stderr) => resolve({ code: child.exitCode, stderr }),
-      );
-    });
-    expect(r.code, r.stderr).toBe(0);
+    const r = await runBench("bench/soak/run.ts", ["--quick"], { cwd: root, timeoutMs: 240_000 });
+    expect(r.status, r.stderr).toBe(0);
     const result = JSON.parse(readFileSync(path.join(root, "bench/results/soak.json"), "utf8"));
     expect(result).toMatchObject({ name: "soak", quick: true, errors: 0, sample_errors: 0 });
     // Chains were completed and replaced during the run (200 calls each, 3,000 calls).
