@@ -22,7 +22,14 @@ import {
   type Progress,
 } from "@modelcontextprotocol/sdk/types.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { memoryUpstream, nextPendingApproval, type Stack, startStack, waitForReceipt } from "./harness.js";
+import {
+  memoryUpstream,
+  nextPendingApproval,
+  reviewNewMemories,
+  type Stack,
+  startStack,
+  waitForReceipt,
+} from "./harness.js";
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const here = path.dirname(fileURLToPath(import.meta.url));
@@ -57,19 +64,7 @@ describe("approval waits through the MCP face", () => {
       upstreams: [memoryUpstream(dir)],
     });
     mcpUrl = new URL(`${s.sidecar.httpUrl}/mcp`);
-    const p = await s.admin("PUT", "/v1/admin/organizations/mcp-wait-org/policies/rules", {
-      config: {
-        custom_rules: [
-          {
-            name: "review-new-memories",
-            match: { action_name: "create_entities" },
-            outcome: "require_approval",
-            reason: "new memories are reviewed",
-          },
-        ],
-      },
-    });
-    expect(p.statusCode, p.body).toBeLessThan(300);
+    await reviewNewMemories(s, "mcp-wait-org");
   }, 600_000);
   afterAll(async () => {
     await s?.close();

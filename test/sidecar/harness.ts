@@ -9,6 +9,7 @@ import { createRequire } from "node:module";
 import os from "node:os";
 import path from "node:path";
 import * as grpc from "@grpc/grpc-js";
+import { expect } from "vitest";
 import { parseConfig, readApiKey, type SidecarConfigInput } from "../../sidecar/config.js";
 import type { Decision__Output } from "../../sidecar/generated/tollgate/v1/Decision.js";
 import type { InvokeResponse__Output } from "../../sidecar/generated/tollgate/v1/InvokeResponse.js";
@@ -325,4 +326,24 @@ export async function nextPendingApproval(
     }
     await new Promise((res) => setTimeout(res, 50));
   }
+}
+
+/**
+ * Puts the MCP tests' organization policy: the memory server's `create_entities` needs approval
+ * (rule "review-new-memories"); everything else is allowed. Fails the test when refused.
+ */
+export async function reviewNewMemories(s: Stack, slug: string): Promise<void> {
+  const p = await s.admin("PUT", `/v1/admin/organizations/${slug}/policies/rules`, {
+    config: {
+      custom_rules: [
+        {
+          name: "review-new-memories",
+          match: { action_name: "create_entities" },
+          outcome: "require_approval",
+          reason: "new memories are reviewed",
+        },
+      ],
+    },
+  });
+  expect(p.statusCode, p.body).toBeLessThan(300);
 }

@@ -14,7 +14,14 @@ import { Client, ProtocolError, StreamableHTTPClientTransport } from "@modelcont
 import { Client as LegacyClient } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport as LegacyTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { memoryUpstream, nextPendingApproval, type Stack, startStack, waitForReceipt } from "./harness.js";
+import {
+  memoryUpstream,
+  nextPendingApproval,
+  reviewNewMemories,
+  type Stack,
+  startStack,
+  waitForReceipt,
+} from "./harness.js";
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 /** Approvals are granted this long after they were seen pending (the client retries meanwhile). */
@@ -39,19 +46,7 @@ describe("MCP face, revision 2026-07-28 (official client 2.x)", () => {
       upstreams: [memoryUpstream(dir)],
     });
     mcpUrl = new URL(`${s.sidecar.httpUrl}/mcp`);
-    const p = await s.admin("PUT", "/v1/admin/organizations/mcp-modern-org/policies/rules", {
-      config: {
-        custom_rules: [
-          {
-            name: "review-new-memories",
-            match: { action_name: "create_entities" },
-            outcome: "require_approval",
-            reason: "new memories are reviewed",
-          },
-        ],
-      },
-    });
-    expect(p.statusCode, p.body).toBeLessThan(300);
+    await reviewNewMemories(s, "mcp-modern-org");
   }, 600_000);
   afterAll(async () => {
     await s?.close();

@@ -35,19 +35,12 @@ export class GovernedCalls {
     this.#o = options;
   }
 
-  /** One governed tools/call; refusals become tool error results (never rejects). */
-  async call(
-    owner: ChainOwner,
-    tool: string,
-    args: Record<string, unknown>,
-    signal: AbortSignal,
-    reporter: WaitReporter,
-    running?: RunningTask,
-  ): Promise<CallToolResult> {
+  /** One governed tools/call, as {@link invoke}; refusals become tool error results (never rejects). */
+  async call(...args: Parameters<GovernedCalls["invoke"]>): Promise<CallToolResult> {
     try {
-      return await this.invoke(owner, tool, args, signal, reporter, running);
+      return await this.invoke(...args);
     } catch (err) {
-      return this.refusalOf(err, owner.openedChainId);
+      return this.refusalOf(err, args[0].openedChainId);
     }
   }
 
