@@ -37,6 +37,8 @@ export const NS = {
   plain: "tollgate-bench-plain",
 };
 export const ORG = "bench";
+/** The in-cluster PostgreSQL's password (a throwaway of the benchmark's own cluster). */
+export const PG_PASSWORD = "tollgate-bench";
 const INJECTOR_WEBHOOK = "namespaces.sidecar.tollgate.dev";
 
 /** Runs a project script with the cluster's name and kubeconfig; throws with its stderr on failure. */
@@ -178,7 +180,7 @@ export async function installProduct(stops: Teardown, own: boolean): Promise<voi
     }),
   });
   const t0 = Date.now();
-  await installPostgres(NS.release, "tollgate-bench");
+  await installPostgres(NS.release, PG_PASSWORD);
   progress(`PostgreSQL Ready: ${Math.round((Date.now() - t0) / 1000)} s`);
   const t1 = Date.now();
   await helm([

@@ -5,10 +5,14 @@
 //             http upstream makes), and
 //   governed  through the injected sidecar's gRPC Invoke on 127.0.0.1:50051 (the service decides
 //             and records, the sidecar forwards to the same tool),
-// interleaved call by call (the kind that goes first alternates), each pair `gapMs` apart.
+//   relay     through the minimal relay (minimal-relay.mjs, a second container of this pod, on
+//             127.0.0.1:50061): the same hops — decision server in its own pod with one INSERT
+//             into the same PostgreSQL, then the same tool — with nothing else done,
+// interleaved call by call (the order rotates), each call `gapMs` apart.
 //   node load.mjs serve          idles until SIGTERM (the agent container's command)
 //   node load.mjs run JSON       JSON: {url, upstream, calls, rounds, warmup, gapMs, deadlineMs}
-//                                prints one line {rounds: [{direct: [µs], governed: [µs]}], chains}
+//                                prints one line
+//                                {rounds: [{direct: [µs], governed: [µs], relay: [µs]}], chains}
 // Waits (≤ 30 s) until the tool's Service answers; then exits 1 on the first failed call, or
 // when the run outlives deadlineMs.
 
@@ -38,6 +42,7 @@ if (cmd === "serve") {
     process.env.AGENT_SIDECAR ?? "127.0.0.1:50051",
     grpc.credentials.createInsecure(),
   );
+  const relayClient = new Gateway(opts.relay ?? "127.0.0.1:50061", grpc.credentials.createInsecure());
   const payload = { query: "weather in Paris", units: "metric", limit: 5 };
   const body = JSON.stringify(payload);
   const struct = {
@@ -50,11 +55,9 @@ if (cmd === "serve") {
   const agent = new http.Agent({ keepAlive: true, maxSockets: 4, timeout: 30_000 });
   const url = new URL(opts.url);
   const deadline = Date.now() + opts.deadlineMs;
-  const unary = (method, req) =>
+  const unary = (method, req, via = client) =>
     new Promise((resolve, reject) =>
-      client[method](req, { deadline: Date.now() + 30_000 }, (err, res) =>
-        err ? reject(err) : resolve(res),
-      ),
+      via[method](req, { deadline: Date.now() + 30_000 }, (err, res) => (err ? reject(err) : resolve(res))),
     );
 
   /** One direct call: resolves when the tool's JSON answer is read. */
@@ -89,23 +92,32 @@ if (cmd === "serve") {
   /** Governed calls go on a chain of their own, a new one every 200 calls. */
   const chains = [];
   let onChain = 200;
+  const invoke = async (chain_id, via) => {
+    const r = await unary(
+      "Invoke",
+      {
+        chain_id,
+        agent_name: "bench-agent",
+        action_name: "search",
+        payload: struct,
+        upstream: opts.upstream,
+      },
+      via,
+    );
+    if (r.decision?.policy_decision !== "allow" || !r.forwarded || r.upstream_error)
+      throw new Error(`unexpected Invoke result ${JSON.stringify(r)}`);
+    if (JSON.parse(r.result_json).echo?.query !== payload.query) throw new Error("tool did not echo");
+  };
   const governed = async () => {
     if (onChain >= 200) {
       chains.push((await unary("OpenChain", { name: "bench-cluster" })).chain_id);
       onChain = 0;
     }
     onChain++;
-    const r = await unary("Invoke", {
-      chain_id: chains.at(-1),
-      agent_name: "bench-agent",
-      action_name: "search",
-      payload: struct,
-      upstream: opts.upstream,
-    });
-    if (r.decision?.policy_decision !== "allow" || !r.forwarded || r.upstream_error)
-      throw new Error(`unexpected Invoke result ${JSON.stringify(r)}`);
-    if (JSON.parse(r.result_json).echo?.query !== payload.query) throw new Error("tool did not echo");
+    await invoke(chains.at(-1), client);
   };
+  const relayChain = crypto.randomUUID();
+  const relay = () => invoke(relayChain, relayClient);
 
   const time = async (fn, into) => {
     const t0 = performance.now();
@@ -128,15 +140,20 @@ if (cmd === "serve") {
     for (let i = 0; i < opts.warmup; i++) {
       await time(direct);
       await time(governed);
+      await time(relay);
     }
     const rounds = [];
     for (let r = 0; r < opts.rounds; r++) {
-      const round = { direct: [], governed: [] };
+      const round = { direct: [], governed: [], relay: [] };
       for (let i = 0; i < opts.calls; i++) {
         if (Date.now() > deadline) throw new Error(`run outlived ${opts.deadlineMs} ms`);
-        const pair = [() => time(direct, round.direct), () => time(governed, round.governed)];
-        if ((i + r) % 2) pair.reverse();
-        for (const call of pair) {
+        const calls = [
+          () => time(direct, round.direct),
+          () => time(governed, round.governed),
+          () => time(relay, round.relay),
+        ];
+        const first = (i + r) % 3;
+        for (const call of [...calls.slice(first), ...calls.slice(0, first)]) {
           await call();
           if (opts.gapMs) await sleep(opts.gapMs);
         }
@@ -151,6 +168,7 @@ if (cmd === "serve") {
     process.exitCode = 1;
   } finally {
     client.close();
+    relayClient.close();
     agent.destroy();
   }
 } else {

@@ -1,16 +1,18 @@
 /**
  * The result rows of bench/cluster from its raw samples: per round (tool calls) or per batch
  * (pod creation) a p50 and a p99, medians over rounds, ratios against the baseline of the same
- * run. Targets are the ones issues 5 and 9 set for the same figures measured outside a cluster
- * (bench/sidecar-overhead, bench/webhook); they are reported, never gated.
+ * run. Targets: the governed call's added latency as issue 30 sets it (p50 ≤ 1.5 ms, p99 ≤ 5 ms,
+ * or, where this machine's floor is above that, within 1.1× of the minimal relay's added latency
+ * measured pod to pod in the same run); admission as issue 9 set it. Reported, never gated.
  */
 import { latencyHistogram, median, percentilesMs, type ResultRow, spreadPct } from "../lib/stats.js";
 import type { CreateSample } from "./pod-create.js";
 import type { LoadRound } from "./tool-call.js";
 
 const BENCH = "cluster";
-const TARGET_ADDED_P50_MS = 2;
-const TARGET_ADDED_P99_MS = 6;
+const TARGET_ADDED_P50_MS = 1.5;
+const TARGET_ADDED_P99_MS = 5;
+const TARGET_ADDED_VS_RELAY = 1.1;
 const TARGET_ADMISSION_RATIO = 1.2;
 
 type Q = "p50" | "p99";
@@ -58,16 +60,22 @@ function row(
   };
 }
 
-/** Rows of phase 1: governed vs direct p50/p99 and the added latency. */
+/**
+ * Rows of phase 1: governed and minimal-relay calls vs direct p50/p99, the added latency of each,
+ * and the governed call's added latency against the relay's (the floor of these hops here).
+ */
 export function toolCallRows(rounds: LoadRound[], gapMs: number): ResultRow[] {
   const direct = rounds.map((r) => pOfUs(r.direct));
   const governed = rounds.map((r) => pOfUs(r.governed));
+  const relay = rounds.map((r) => pOfUs(r.relay));
   const base = "direct call to the tool's Service from the same pod, same run";
   const rows: ResultRow[] = [];
   const at = (q: Q) => ({
     governed: governed.map((p) => p[q]),
     direct: direct.map((p) => p[q]),
+    relay: relay.map((p) => p[q]),
     added: governed.map((p, i) => p[q] - direct[i]![q]),
+    relayAdded: relay.map((p, i) => p[q] - direct[i]![q]),
   });
   for (const q of ["p50", "p99"] as const) {
     rows.push(
@@ -81,14 +89,24 @@ export function toolCallRows(rounds: LoadRound[], gapMs: number): ResultRow[] {
       ),
     );
   }
+  for (const q of ["p50", "p99"] as const) {
+    rows.push(
+      row(`minimal relay call ${q}, pod to pod (the same hops, nothing done at them)`, at(q).relay, {
+        baseline: base,
+        baselineValues: at(q).direct,
+      }),
+    );
+  }
   for (const [q, target] of [
     ["p50", TARGET_ADDED_P50_MS],
     ["p99", TARGET_ADDED_P99_MS],
   ] as const) {
     rows.push(
       row(`added ${q} (governed − direct)`, at(q).added, {
-        target: `≤ ${target} ms`,
-        met: (v) => v <= target,
+        baseline: "the minimal relay's added latency (relay − direct), same run",
+        baselineValues: at(q).relayAdded,
+        target: `≤ ${target} ms, or ≤ ${TARGET_ADDED_VS_RELAY}× the relay's where that is above it`,
+        met: (v, b) => v <= target || (b !== null && b > target && v <= TARGET_ADDED_VS_RELAY * b),
       }),
     );
   }

@@ -83,8 +83,8 @@ async function main() {
     await installProduct(stops, own);
 
     await startToolAndAgent();
-    // Bounded: at most a minute per 500 pairs beyond the first minute.
-    const deadlineMs = 60_000 + Math.ceil(((WARMUP + CALLS * ROUNDS) * 2 * (GAP_MS + 20)) / 1000) * 1000;
+    // Bounded: a minute, plus the gap and 20 ms for every call.
+    const deadlineMs = 60_000 + Math.ceil(((WARMUP + CALLS * ROUNDS) * 3 * (GAP_MS + 20)) / 1000) * 1000;
     const load = await runLoad({ calls: CALLS, rounds: ROUNDS, warmup: WARMUP, gapMs: GAP_MS, deadlineMs });
     progress(`tool calls: ${load.rounds.length} rounds, ${load.chains} chains completed`);
     const rows = toolCallRows(load.rounds, GAP_MS);

@@ -3,16 +3,21 @@
  * in a Deployment behind a Service in the plain namespace; the agent pod, in the namespace
  * labelled for injection, gets the sidecar from the webhook with the tool as its http upstream
  * `echo`. The load (bench/cluster/load.mjs) runs inside the agent container and times the same
- * call made directly to the tool's Service and through the sidecar's gRPC Invoke, interleaved.
+ * call made directly to the tool's Service, through the sidecar's gRPC Invoke, and through the
+ * minimal relay (the floor: bench/cluster/minimal-relay.mjs, a second container of the agent pod,
+ * recording through bench/cluster/minimal-decision.mjs in its own pod on the same PostgreSQL),
+ * interleaved.
  */
 import path from "node:path";
 import { k, kJson, ROOT, TAG } from "../../test/cluster/support.js";
 import { progress } from "../lib/report.js";
-import { NS } from "./cluster.js";
+import { NS, PG_PASSWORD } from "./cluster.js";
 
 const IMAGE = `ghcr.io/tollgate/tollgate:${TAG}`;
 const TOOL_URL = `http://echo.${NS.plain}.svc.cluster.local:8080/tool`;
 const AGENT_POD = "bench-agent";
+const DATABASE_URL = `postgres://tollgate:${PG_PASSWORD}@postgres.${NS.release}.svc.cluster.local:5432/tollgate`;
+const DECISION_URL = `http://minimal-decision.${NS.release}.svc.cluster.local:8080`;
 
 /** Options of one load run inside the agent pod (see load.mjs). */
 export interface LoadOptions {
@@ -23,65 +28,82 @@ export interface LoadOptions {
   deadlineMs: number;
 }
 
-/** Latencies in µs of one round, per kind. */
+/** Latencies in µs of one round, per kind (relay: the minimal relay, the floor). */
 export interface LoadRound {
   direct: number[];
   governed: number[];
+  relay: number[];
 }
 
-/** The script of bench/cluster/`file` as a ConfigMap `bench-scripts` in `ns`. */
-const scripts = (ns: string, file: string) =>
+/** The scripts bench/cluster/`files` as a ConfigMap `bench-scripts` in `ns`. */
+const scripts = (ns: string, ...files: string[]) =>
   k([
     "-n",
     ns,
     "create",
     "configmap",
     "bench-scripts",
-    `--from-file=${file}=${path.join(ROOT, "bench/cluster", file)}`,
+    ...files.map((file) => `--from-file=${file}=${path.join(ROOT, "bench/cluster", file)}`),
   ]);
+
+/** A one-container Deployment + Service `name` in `ns` running bench/cluster/`script` on `port`. */
+function scriptService(o: { ns: string; name: string; script: string; port: number; env?: object[] }) {
+  return [
+    {
+      apiVersion: "apps/v1",
+      kind: "Deployment",
+      metadata: { name: o.name, namespace: o.ns },
+      spec: {
+        selector: { matchLabels: { app: o.name } },
+        template: {
+          metadata: { labels: { app: o.name } },
+          spec: {
+            terminationGracePeriodSeconds: 2,
+            containers: [
+              {
+                name: o.name,
+                image: IMAGE,
+                command: ["node", `/bench/${o.script}`],
+                env: o.env ?? [],
+                ports: [{ containerPort: o.port }],
+                readinessProbe: { tcpSocket: { port: o.port }, periodSeconds: 1 },
+                volumeMounts: [MOUNT],
+              },
+            ],
+            volumes: [VOLUME],
+          },
+        },
+      },
+    },
+    {
+      apiVersion: "v1",
+      kind: "Service",
+      metadata: { name: o.name, namespace: o.ns },
+      spec: { selector: { app: o.name }, ports: [{ port: o.port }] },
+    },
+  ];
+}
+const MOUNT = { name: "scripts", mountPath: "/bench" };
+const VOLUME = { name: "scripts", configMap: { name: "bench-scripts" } };
 
 /** Starts the tool and the governed agent pod; resolves when both are Ready. */
 export async function startToolAndAgent(): Promise<void> {
   await scripts(NS.plain, "echo.mjs");
-  await scripts(NS.agents, "load.mjs");
-  const mount = { name: "scripts", mountPath: "/bench" };
-  const volume = { name: "scripts", configMap: { name: "bench-scripts" } };
+  await scripts(NS.release, "minimal-decision.mjs");
+  await scripts(NS.agents, "load.mjs", "minimal-relay.mjs");
   await k(["apply", "-f", "-"], {
     input: JSON.stringify({
       apiVersion: "v1",
       kind: "List",
       items: [
-        {
-          apiVersion: "apps/v1",
-          kind: "Deployment",
-          metadata: { name: "echo", namespace: NS.plain },
-          spec: {
-            selector: { matchLabels: { app: "echo" } },
-            template: {
-              metadata: { labels: { app: "echo" } },
-              spec: {
-                terminationGracePeriodSeconds: 2,
-                containers: [
-                  {
-                    name: "echo",
-                    image: IMAGE,
-                    command: ["node", "/bench/echo.mjs"],
-                    ports: [{ containerPort: 8080 }],
-                    readinessProbe: { tcpSocket: { port: 8080 }, periodSeconds: 1 },
-                    volumeMounts: [mount],
-                  },
-                ],
-                volumes: [volume],
-              },
-            },
-          },
-        },
-        {
-          apiVersion: "v1",
-          kind: "Service",
-          metadata: { name: "echo", namespace: NS.plain },
-          spec: { selector: { app: "echo" }, ports: [{ port: 8080 }] },
-        },
+        ...scriptService({ ns: NS.plain, name: "echo", script: "echo.mjs", port: 8080 }),
+        ...scriptService({
+          ns: NS.release,
+          name: "minimal-decision",
+          script: "minimal-decision.mjs",
+          port: 8080,
+          env: [{ name: "DATABASE_URL", value: DATABASE_URL }],
+        }),
         {
           apiVersion: "v1",
           kind: "Pod",
@@ -102,16 +124,32 @@ export async function startToolAndAgent(): Promise<void> {
                 image: IMAGE,
                 command: ["node", "/bench/load.mjs", "serve"],
                 resources: { requests: { cpu: "10m", memory: "64Mi" } },
-                volumeMounts: [mount],
+                volumeMounts: [MOUNT],
+              },
+              {
+                name: "relay",
+                image: IMAGE,
+                command: ["node", "/bench/minimal-relay.mjs"],
+                env: [
+                  { name: "DECISION_URL", value: DECISION_URL },
+                  { name: "UPSTREAM_URL", value: TOOL_URL },
+                ],
+                resources: { requests: { cpu: "10m", memory: "64Mi" } },
+                readinessProbe: { tcpSocket: { port: 50061 }, periodSeconds: 1 },
+                volumeMounts: [MOUNT],
               },
             ],
-            volumes: [volume],
+            volumes: [VOLUME],
           },
         },
       ],
     }),
   });
-  await k(["-n", NS.plain, "rollout", "status", "deployment/echo", "--timeout=180s"], { timeoutMs: 200_000 });
+  for (const [ns, name] of [
+    [NS.plain, "echo"],
+    [NS.release, "minimal-decision"],
+  ])
+    await k(["-n", ns!, "rollout", "status", `deployment/${name}`, "--timeout=180s"], { timeoutMs: 200_000 });
   await k(["-n", NS.agents, "wait", "--for=condition=Ready", `pod/${AGENT_POD}`, "--timeout=180s"], {
     timeoutMs: 200_000,
   });

@@ -1,8 +1,8 @@
 /**
  * bench/cluster --quick in the cluster this project brought up (TOLLGATE_BENCH_CLUSTER: reused,
- * left running): it installs its own release beside nothing else, times governed vs direct tool
- * calls pod to pod and pod creation with vs without injection, writes well-formed rows, and
- * removes everything it added. No timing is asserted.
+ * left running): it installs its own release beside nothing else, times governed, minimal-relay
+ * and direct tool calls pod to pod and pod creation with vs without injection, writes well-formed
+ * rows, and removes everything it added. No timing is asserted.
  */
 import { readFileSync } from "node:fs";
 import path from "node:path";
@@ -31,6 +31,8 @@ describe("bench/cluster --quick", () => {
     expect(rows.map((x) => x.figure)).toEqual([
       "governed tool call p50, pod to pod (sidecar Invoke → service → tool; 10 ms gaps)",
       "governed tool call p99, pod to pod (sidecar Invoke → service → tool; 10 ms gaps)",
+      "minimal relay call p50, pod to pod (the same hops, nothing done at them)",
+      "minimal relay call p99, pod to pod (the same hops, nothing done at them)",
       "added p50 (governed − direct)",
       "added p99 (governed − direct)",
       `pod admission (create → API response) p50, ${pods}`,
@@ -42,16 +44,20 @@ describe("bench/cluster --quick", () => {
       expect(row).toMatchObject({ benchmark: "cluster", unit: "ms", repeats: 1 });
       expect(Number.isFinite(row.value), row.figure).toBe(true);
     }
-    // Governed vs direct and injected vs plain: both measured, ratio = value / baseline.
-    for (const row of [...rows.slice(0, 2), ...rows.slice(4)]) {
+    // Governed and relay vs direct, injected vs plain: both measured, ratio = value / baseline.
+    for (const row of [...rows.slice(0, 4), ...rows.slice(6)]) {
       expect(row.value, row.figure).toBeGreaterThan(0);
       expect(row.baselineValue, row.figure).toBeGreaterThan(0);
       expect(row.ratio).toBeCloseTo(row.value / row.baselineValue!, 6);
     }
-    // The added latency is the difference of the two p50s (p99s) of the same run.
-    expect(rows[2]!.value).toBeCloseTo(rows[0]!.value - rows[0]!.baselineValue!, 6);
-    expect(rows[3]!.value).toBeCloseTo(rows[1]!.value - rows[1]!.baselineValue!, 6);
-    for (const row of [rows[2]!, rows[3]!, rows[5]!]) expect(typeof row.met).toBe("boolean");
+    // The added latency is the difference of the two p50s (p99s) of the same run, its baseline
+    // the relay's added latency the same way.
+    for (const q of [0, 1]) {
+      const [governed, relay, added] = [rows[q]!, rows[q + 2]!, rows[q + 4]!];
+      expect(added.value).toBeCloseTo(governed.value - governed.baselineValue!, 6);
+      expect(added.baselineValue).toBeCloseTo(relay.value - relay.baselineValue!, 6);
+    }
+    for (const row of [rows[4]!, rows[5]!, rows[7]!]) expect(typeof row.met).toBe("boolean");
     // Nothing of the benchmark is left in the cluster.
     const namespaces = (await kJson(["get", "namespaces"])).items.map((n: Named) => n.metadata.name);
     expect(namespaces.filter((n: string) => n.startsWith("tollgate-bench"))).toEqual([]);
