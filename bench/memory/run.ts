@@ -43,7 +43,7 @@ import type { InvokeResponse__Output } from "../../sidecar/generated/tollgate/v1
 import { createGatewayClient } from "../../sidecar/wire/proto.js";
 import { jsonToStruct } from "../../sidecar/wire/struct.js";
 import { benchOrg, buildBundles, repoRoot, startDatabase, startServiceProcess } from "../lib/parts.js";
-import { cpuSeconds, peakRssBytes, rssBytes } from "../lib/proc.js";
+import { anonRssBytes, cpuSeconds, peakRssBytes, rssBytes } from "../lib/proc.js";
 import { progress, report } from "../lib/report.js";
 import { startEchoUpstream, startSidecarProcess } from "../lib/sidecar-process.js";
 import { infoRow, median, type ResultRow, spreadPct } from "../lib/stats.js";
@@ -179,15 +179,18 @@ async function measure(config: Configuration, databaseUrl: string, upstreamUrl: 
     );
     await sleep(IDLE_MS);
     const rest = { sidecar: rssBytes(pids.sidecar) / MiB, service: rssBytes(pids.service) / MiB };
+    const restAnon = anonRssBytes(pids.sidecar) / MiB;
     const restHeap = { sidecar: await metricsOf.sidecar(), service: await metricsOf.service() };
 
     const peak = { ...rest };
+    let peakAnon = restAnon;
     const heapPeak = {
       sidecar: restHeap.sidecar.heap_used_mib ?? 0,
       service: restHeap.service.heap_used_mib ?? 0,
     };
     const sampler = setInterval(() => {
       for (const part of PARTS) peak[part] = Math.max(peak[part], rssBytes(pids[part]) / MiB);
+      peakAnon = Math.max(peakAnon, anonRssBytes(pids.sidecar) / MiB);
     }, SAMPLE_MS);
     const heapSampler = setInterval(() => {
       for (const part of PARTS)
@@ -213,7 +216,16 @@ async function measure(config: Configuration, databaseUrl: string, upstreamUrl: 
       service: ((cpuSeconds(pids.service) - cpuBefore.service) / calls) * 1e6,
     };
     const loadHeap = { sidecar: await metricsOf.sidecar(), service: await metricsOf.service() };
-    return { rest, peak, perSecond, cpuPerCallUs, restHeap, loadHeap, heapPeak };
+    return {
+      rest,
+      peak,
+      sidecarAnon: { rest: restAnon, peak: peakAnon },
+      perSecond,
+      cpuPerCallUs,
+      restHeap,
+      loadHeap,
+      heapPeak,
+    };
   } finally {
     for (const stop of stops) await stop().catch(() => undefined);
   }
@@ -336,6 +348,15 @@ async function main() {
       });
     }
   }
+  for (const phase of ["rest", "peak"] as const)
+    rows.push(
+      infoRow(
+        "memory",
+        `sidecar anonymous RSS (RssAnon) ${phase === "rest" ? "at rest" : "under load"}: what each pod adds (the node executable's pages are shared)`,
+        "MiB",
+        runs.image.map((r) => r.sidecarAnon[phase]),
+      ),
+    );
   // What the sidecar's packages alone weigh in a node with the same flags: the floor of its RSS.
   const restImage = median(runs.image.map((r) => r.rest.sidecar));
   rows.push({
@@ -400,6 +421,7 @@ async function main() {
       sidecar_packages: sidecarPackages,
     },
     calls_per_second: perConfig((r) => r.perSecond),
+    sidecar_anon_rss_mib: perConfig((r) => r.sidecarAnon),
     cpu_us_per_call: perConfig((r) => r.cpuPerCallUs),
     heap_peak_under_load_mib: perConfig((r) => r.heapPeak),
     heap_at_rest: perConfig((r) => r.restHeap),
