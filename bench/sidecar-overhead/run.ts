@@ -31,7 +31,8 @@
  *   (d) Invoke through the sidecar without an upstream (decide and record only), and
  *   (e) the floor: Invoke through a minimal relay (minimal.ts: bare grpc-js → record-action's
  *       bare one-INSERT server → the same tool), the same hops with nothing else done.
- * The sidecar's and the service's CPU time per call come from /proc/<pid>/stat over each
+ * The sidecar's and the service's CPU time per call (and, for (e), the minimal relay's: the
+ * floor of the sidecar's, issue 30 asks ≤ 1.5× it) come from /proc/<pid>/stat over each
  * segment. After each round of governed rate calls the chains are completed through the
  * sidecar and every event must carry its outcome (reports are flushed before completion).
  *
