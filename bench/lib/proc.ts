@@ -54,13 +54,22 @@ export function rssBytes(pid: number): number {
   return statusKib(pid, "VmRSS") * 1024;
 }
 
+/**
+ * The anonymous part of a process's resident set in bytes (RssAnon of /proc/<pid>/status): its
+ * heaps and stacks, what each process adds on its own. The rest of VmRSS is mostly the pages of
+ * the `node` executable, which every process running the same file shares in the page cache.
+ */
+export function anonRssBytes(pid: number): number {
+  return statusKib(pid, "RssAnon") * 1024;
+}
+
 /** Peak resident set size ("high water mark", VmHWM) of a live process, in bytes. */
 export function peakRssBytes(pid: number): number {
   return statusKib(pid, "VmHWM") * 1024;
 }
 
 /** A `kB` field of /proc/<pid>/status. */
-function statusKib(pid: number, field: "VmRSS" | "VmHWM"): number {
+function statusKib(pid: number, field: "VmRSS" | "VmHWM" | "RssAnon"): number {
   const status = readFileSync(`/proc/${pid}/status`, "utf8");
   const kib = new RegExp(`^${field}:\\s+(\\d+) kB$`, "m").exec(status)?.[1];
   if (kib === undefined) throw new Error(`no ${field} for process ${pid}`);

@@ -198,8 +198,11 @@ export class Governor {
 
   async #invoke(input: InvokeInput, signal: AbortSignal, options: InvokeOptions): Promise<InvokeResult> {
     const entry = this.#chains.get(input.chainId);
-    const key = reattachKey(input, options.idempotencyKey ?? null);
-    const decided = await this.#decide(entry, input, key, signal);
+    // The re-attach key (a canonical JSON and a SHA-256 of the payload without an idempotency
+    // key) is only read when the chain holds a wait or the call needs approval: computed then.
+    let key: string | null = null;
+    const keyOf = () => (key ??= reattachKey(input, options.idempotencyKey ?? null));
+    const decided = await this.#decide(entry, input, keyOf, signal);
     const forward = this.#forwarder.forward.bind(this.#forwarder);
     if (decided instanceof ApprovalWait)
       return this.#waits.attach(entry, decided, input, signal, options.onWait, forward);
@@ -215,12 +218,12 @@ export class Governor {
   #decide(
     entry: ChainEntry,
     input: InvokeInput,
-    key: string,
+    keyOf: () => string,
     signal: AbortSignal,
   ): Promise<PolicyDecision | ApprovalWait> {
     const started = performance.now();
     return entry.queue.run(signal, async () => {
-      const retried = this.#waits.claim(entry, key);
+      const retried = entry.wait ? this.#waits.claim(entry, keyOf()) : null;
       if (retried) return retried;
       const decision = await entry.chain
         .recordAgentAction(
@@ -241,7 +244,7 @@ export class Governor {
         });
       if (decision.decision_source === "fail_mode") this.#metrics.failModes.inc({ mode: "allow" });
       if (decision.policy_decision === "require_approval")
-        return this.#waits.start(entry, input, key, decision);
+        return this.#waits.start(entry, input, keyOf(), decision);
       this.#metrics.decisionDuration.observe((performance.now() - started) / 1000);
       return decision;
     });

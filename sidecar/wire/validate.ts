@@ -172,6 +172,8 @@ const IdempotencyKeySchema = z
  * @throws GatewayError INVALID_ARGUMENT naming the field or the metadata key.
  */
 export function parseIdempotencyKey(field: string | undefined, metadata: string | undefined): string | null {
+  // Most calls carry neither: nothing to validate.
+  if (!field && metadata === undefined) return null;
   const fromField = IdempotencyKeySchema.safeParse(field ?? "");
   if (!fromField.success) throw invalidArgument("idempotency_key", fromField.error.issues[0]!.message);
   if (fromField.data) return fromField.data;

@@ -88,12 +88,18 @@ describe("bench/memory --quick", () => {
       "service RSS at rest",
       "service RSS under load (max, 4 agents)",
     ];
+    const sidecarFloors = [
+      "sidecar anonymous RSS (RssAnon) at rest: what each pod adds (the node executable's pages are shared)",
+      "sidecar anonymous RSS (RssAnon) under load: what each pod adds (the node executable's pages are shared)",
+      "sidecar RSS at rest vs its packages alone",
+    ];
     const embedded = [
       "service RSS at rest on embedded PGlite",
       "service peak RSS on embedded PGlite (VmHWM, start included)",
     ];
     expect(rows.map((r) => r.figure)).toEqual([
       ...figures,
+      ...sidecarFloors,
       ...embedded,
       ...figures.map((f) => `${f}, through tsx`),
     ]);
@@ -103,12 +109,22 @@ describe("bench/memory --quick", () => {
       expect(row.ratio).toBeCloseTo(row.value / row.baselineValue!, 6);
       expect(typeof row.met).toBe("boolean");
     }
+    // The sidecar's anonymous part of its RSS, and its RSS beside its packages alone (an idle
+    // node importing them): both below the sidecar's own RSS.
+    const [anonRest, anonPeak, packages] = [rows[4]!, rows[5]!, rows[6]!];
+    expect(anonRest.value).toBeGreaterThan(0);
+    expect(anonRest.value).toBeLessThan(rows[0]!.value);
+    expect(anonPeak.value).toBeGreaterThanOrEqual(anonRest.value);
+    expect(packages.value).toBe(rows[0]!.value);
+    expect(packages.baselineValue).toBeGreaterThan(0);
+    expect(packages.baselineValue).toBeLessThan(packages.value);
+    expect(packages.ratio).toBeCloseTo(packages.value / packages.baselineValue!, 6);
     // The embedded default beside the same build on PostgreSQL at rest, and its own peak.
-    const [onPglite, peak] = [rows[4]!, rows[5]!];
+    const [onPglite, peak] = [rows[7]!, rows[8]!];
     expect(onPglite.baselineValue).toBe(rows[2]!.value);
     expect(onPglite.ratio).toBeCloseTo(onPglite.value / onPglite.baselineValue!, 6);
     expect(peak.value).toBeGreaterThanOrEqual(onPglite.value);
-    const tsx = rows.slice(6);
+    const tsx = rows.slice(9);
     for (const [i, row] of tsx.entries()) {
       expect(row).toMatchObject({ unit: "MiB", baselineValue: null, ratio: null, met: null });
       expect(row.value).toBe(rows[i]!.baselineValue);
