@@ -138,9 +138,18 @@ export class Governor {
     surface: Surface,
     options: InvokeOptions = {},
   ): Promise<InvokeResult> {
+    return this.#counted(controller, surface, () => this.#invoke(input, controller.signal, options));
+  }
+
+  /** Runs one invocation in flight, counted by its decision (or refusal) and surface. */
+  #counted(
+    controller: AbortController,
+    surface: Surface,
+    run: () => Promise<InvokeResult>,
+  ): Promise<InvokeResult> {
     return this.#inflight.track(controller, async () => {
       try {
-        const result = await this.#invoke(input, controller.signal, options);
+        const result = await run();
         this.#metrics.invocations.inc({ decision: result.decision.policy_decision, surface });
         return result;
       } catch (err) {
@@ -149,6 +158,35 @@ export class Governor {
         throw e;
       }
     });
+  }
+
+  /**
+   * A retry of the call waiting for approval `approvalId` in chain `chainId`, a chain this
+   * process does not hold (opened by another replica of the pod template, or before a restart):
+   * checked against the service's record, waited for there, forwarded once (approvals.ts
+   * `adopt`). `controller` as for invoke: aborting it detaches the caller.
+   * @throws GatewayError as invoke; INVALID_ARGUMENT (requestState) when the approval is another
+   *   call's; NOT_FOUND when its call has an outcome already or its chain is completed.
+   */
+  async adopt(
+    chainId: string,
+    approvalId: string,
+    input: InvokeInput,
+    controller: AbortController,
+    surface: Surface,
+  ): Promise<InvokeResult> {
+    const forward = this.#forwarder.forward.bind(this.#forwarder);
+    return this.#counted(controller, surface, () =>
+      this.#waits.adopt(chainId, approvalId, input, controller.signal, forward),
+    );
+  }
+
+  /**
+   * True while the chain `chainId` holds the wait of the call `input` (pending, or resolved with
+   * an outcome nobody received yet): that call, made again, re-attaches to it.
+   */
+  holdsCall(chainId: string, input: InvokeInput): boolean {
+    return this.#chains.find(chainId)?.wait?.key === reattachKey(input, null);
   }
 
   /**
@@ -262,6 +300,7 @@ export class Governor {
       const entry = this.#chains.find(chainId);
       try {
         if (!entry) {
+          await this.#outcomes.settled(chainId); // e.g. the outcome of an adopted retry
           const r = await this.#client.completeChain(chainId, failure ? { failure } : {}, {
             signal: controller.signal,
           });
