@@ -14,6 +14,8 @@
  */
 import {
   type ChainConfig,
+  type ChainEvent,
+  type ChainView,
   type PendingApproval,
   type PolicyDecision,
   type ServiceClient,
@@ -284,7 +286,7 @@ export class ApprovalWaits {
     };
     if (fingerprintOf(recorded) !== fingerprintOf(input))
       throw invalidArgument("requestState", "names the approval of another call");
-    if (event.outcome != null || chain.status === "completed" || chain.status === "failed")
+    if (isDone(chain, event))
       throw gone("has no wait any more (its call has an outcome, or its chain is completed)");
     return {
       chainId,
@@ -293,6 +295,17 @@ export class ApprovalWaits {
       sequence: event.sequence,
       category: event.category,
     };
+  }
+
+  /**
+   * True when the service shows the call of approval `approvalId` done with: its event has an
+   * outcome or its chain is completed (e.g. another replica adopted and forwarded it).
+   * @throws the service client's errors
+   */
+  async doneAtService(chainId: string, approvalId: string): Promise<boolean> {
+    const chain = await this.#client.getChain(chainId);
+    const event = chain.events.find((e) => e.approval_id === approvalId);
+    return !event || isDone(chain, event);
   }
 
   /** Aborts every wait with SHUTTING_DOWN (end of a drain): nothing more is forwarded. */
@@ -360,3 +373,7 @@ interface Adopted {
   /** Retries waiting now. */
   attached: number;
 }
+
+/** The service's record shows the event's call done with: an outcome, or its chain completed. */
+const isDone = (chain: ChainView, event: ChainEvent): boolean =>
+  event.outcome != null || chain.status === "completed" || chain.status === "failed";

@@ -182,6 +182,26 @@ export class Governor {
   }
 
   /**
+   * For a retry of a call whose wait here was resolved while nobody was attached (a modern-era
+   * call another replica may have adopted): true when the service shows the call done with (its
+   * event has an outcome, or its chain is completed); the wait is then dropped here, nothing
+   * forwarded and nothing reported. False otherwise (then the retry re-attaches here).
+   * @throws GatewayError BACKEND_UNAVAILABLE and others when the service cannot tell.
+   */
+  async doneElsewhere(chainId: string, approvalId: string): Promise<boolean> {
+    const entry = this.#chains.find(chainId);
+    const w = entry?.wait;
+    if (!entry || !w || w.approvalId !== approvalId || w.pending || w.forwarding) return false;
+    try {
+      if (!(await this.#waits.doneAtService(chainId, approvalId))) return false;
+    } catch (err) {
+      throw this.#fail(err, "GetChain");
+    }
+    this.#waits.withdraw(entry, w.key, "the call was done with at another replica");
+    return true;
+  }
+
+  /**
    * True while the chain `chainId` holds the wait of the call `input` (pending, or resolved with
    * an outcome nobody received yet): that call, made again, re-attaches to it.
    */

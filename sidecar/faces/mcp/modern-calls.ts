@@ -82,13 +82,21 @@ export class ModernCalls {
     const handle = this.#o.states.open(requestState, tool, args);
     const chain = this.#waiting.get(handle.chainId);
     if (chain && this.#o.governor.holdsWait(handle.chainId, handle.approvalId)) {
+      // Resolved while nobody waited here: another replica may have adopted and run it.
+      try {
+        if (await this.#o.governor.doneElsewhere(handle.chainId, handle.approvalId)) void this.#end(chain);
+      } catch (err) {
+        return complete(this.#o.calls.refusalOf(err, handle.chainId)); // fail closed: no second run
+      }
+    }
+    if (chain && this.#o.governor.holdsWait(handle.chainId, handle.approvalId)) {
       chain.active++;
       return this.#held(
         requestState,
         handle.chainId,
         (held) =>
           this.#o.calls.invoke(chain, tool, args, held, { onWait: () => undefined, done: () => undefined }),
-        () => void this.#end(chain),
+        () => this.#end(chain),
         signal,
       ).finally(() => chain.active--);
     }
@@ -109,7 +117,7 @@ export class ModernCalls {
       (held) => this.#o.calls.adopt(handle.chainId, handle.approvalId, tool, args, held),
       () => {
         this.#remember(handle.chainId);
-        void this.#o.calls.completeChain({ chainId: Promise.resolve(handle.chainId) }, null);
+        return this.#o.calls.completeChain({ chainId: Promise.resolve(handle.chainId) }, null);
       },
       signal,
     );
@@ -188,15 +196,17 @@ export class ModernCalls {
 
   /**
    * A retry, held up to `holdMs`: the result, a refusal, or input_required with the same state
-   * when the approval is still pending. `end` runs once the call's outcome reached the client
-   * (or its wait ended), not when the client left (it may retry again).
+   * when the approval is still pending. `end` (completing the chain) runs when the call's wait
+   * ended, not when the client left (it may retry again); a result is answered once `end` is
+   * done, so that the service shows the call done with before the client has its result (a
+   * replica still holding the wait then drops it: #doneElsewhere).
    * @throws GatewayError INVALID_ARGUMENT (requestState) from `run`.
    */
   async #held(
     requestState: string,
     chainId: string,
     run: (signal: AbortSignal) => Promise<CallToolResult>,
-    end: () => void,
+    end: () => Promise<void>,
     signal: AbortSignal,
   ): Promise<ModernCallResult> {
     const detach = new GatewayError(ErrorCode.CANCELLED, "the retry was held long enough");
@@ -204,12 +214,12 @@ export class ModernCalls {
     const timer = setTimeout(() => controller.abort(detach), this.#o.holdMs);
     try {
       const result = await run(controller.signal);
-      end();
+      await end();
       return complete(result);
     } catch (err) {
       if (err === detach) return { resultType: "input_required", requestState };
       if (err instanceof GatewayError && err.code === ErrorCode.INVALID_ARGUMENT) throw err;
-      if (!signal.aborted && !(err instanceof GatewayError && err.code === ErrorCode.NOT_FOUND)) end();
+      if (!signal.aborted && !(err instanceof GatewayError && err.code === ErrorCode.NOT_FOUND)) void end();
       return complete(this.#o.calls.refusalOf(err, chainId));
     } finally {
       clearTimeout(timer);
