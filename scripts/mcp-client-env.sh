@@ -6,20 +6,6 @@
 #
 #   ${TOLLGATE_CACHE_DIR:-$HOME/.cache/tollgate}/mcp-client/<version>/bin/python
 set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/lib/pip-venv.sh"
 version="2.3.0"
-venv="${TOLLGATE_CACHE_DIR:-$HOME/.cache/tollgate}/mcp-client/${version}"
-log() { printf 'mcp-client-env: %s\n' "$*" >&2; }
-
-if [ -x "$venv/bin/python" ] && [ -f "$venv/.complete" ]; then
-  printf '%s\n' "$venv/bin/python"
-  exit 0
-fi
-command -v python3 >/dev/null 2>&1 || { log "python3 is required"; exit 1; }
-log "installing mcp ${version} into $venv"
-rm -rf "$venv"
-python3 -m venv "$venv"
-"$venv/bin/python" -m pip --disable-pip-version-check --no-input install -q --progress-bar off \
-  "mcp==${version}" </dev/null >&2
-"$venv/bin/python" -c 'import importlib.metadata as m; print("mcp", m.version("mcp"))' >&2
-touch "$venv/.complete"
-printf '%s\n' "$venv/bin/python"
+pip_venv mcp-client "$version" "mcp==${version}" bin/python

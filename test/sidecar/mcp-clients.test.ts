@@ -10,7 +10,7 @@
  *   re-attaches to the same approval.
  * Real service on real PostgreSQL, real server-memory upstream; a missing client fails the test.
  */
-import { execFile, execFileSync } from "node:child_process";
+import { execFile } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
@@ -20,11 +20,10 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { parseConfig } from "../../sidecar/config.js";
 import { type Sidecar, startSidecar } from "../../sidecar/sidecar.js";
 import {
-  memoryUpstream,
   nextPendingApproval,
-  reviewNewMemories,
   type Stack,
-  startStack,
+  startMemoryStack,
+  toolFromScript,
   waitForReceipt,
 } from "./harness.js";
 
@@ -36,36 +35,20 @@ const APPROVE_AFTER_MS = 70_000;
 
 describe("MCP re-attach across replicas, restarts and sessions, with the official clients", () => {
   let s: Stack;
-  let dir: string;
   let python: string;
   const seen = new Set<string>();
   const others: Sidecar[] = [];
 
   beforeAll(async () => {
-    python = execFileSync("bash", [path.join(root, "scripts/mcp-client-env.sh")], {
-      encoding: "utf8",
-      stdio: ["ignore", "pipe", "inherit"],
-    })
-      .trim()
-      .split("\n")
-      .at(-1)!;
-    dir = mkdtempSync(path.join(os.tmpdir(), "tg-mcp-clients-"));
-    s = await startStack({
-      slug: "mcp-clients-org",
-      config: {
-        mcpUpstream: "memory",
-        agentName: "assistant",
-        mcpSessionIdleSeconds: 2,
-        servicePublicUrl: "https://tollgate.example.com/",
-      },
-      upstreams: [memoryUpstream(dir)],
+    python = toolFromScript("mcp-client-env.sh");
+    s = await startMemoryStack("mcp-clients-org", {
+      mcpSessionIdleSeconds: 2,
+      servicePublicUrl: "https://tollgate.example.com/",
     });
-    await reviewNewMemories(s, "mcp-clients-org");
   }, 600_000);
   afterAll(async () => {
     await Promise.allSettled(others.map((o) => o.close()));
     await s?.close();
-    if (dir) rmSync(dir, { recursive: true, force: true });
   });
 
   /** Another sidecar of the same configuration (a replica of the pod template). */
@@ -118,6 +101,14 @@ describe("MCP re-attach across replicas, restarts and sessions, with the officia
     )) as Record<string, unknown>;
     await client.close();
     return r;
+  };
+  /** Waits until the only event of `chainId` has its outcome (the approved call ran). */
+  const outcomeOf = async (chainId: string) => {
+    for (let i = 0; i < 600; i++) {
+      if ((await s.storedChain(chainId)).events[0]?.outcome) return;
+      await sleep(100);
+    }
+    throw new Error(`the call of chain ${chainId} got no outcome`);
   };
   const expectOneRun = async (name: string, chainId: string) => {
     expect(await runsOf(name)).toBe(1);
@@ -173,6 +164,9 @@ describe("MCP re-attach across replicas, restarts and sessions, with the officia
       inspector: "Shannon",
     } as const;
     const approvals: Promise<string>[] = [];
+    // One decision at a time, each once the call it approved has run: server-memory loses one
+    // of two concurrent writes (it rewrites its whole file), which would hide a second run.
+    let turn = Promise.resolve();
     let approving = true;
     const approver = (async () => {
       while (approving) {
@@ -183,9 +177,12 @@ describe("MCP re-attach across replicas, restarts and sessions, with the officia
         }
         seen.add(fresh.approval_id);
         approvals.push(
-          sleep(APPROVE_AFTER_MS).then(async () => {
-            await s.decide(fresh.approval_id, "approve");
-            return fresh.approval_id;
+          sleep(APPROVE_AFTER_MS).then(() => {
+            turn = turn.then(async () => {
+              await s.decide(fresh.approval_id, "approve");
+              await outcomeOf(fresh.chain_id);
+            });
+            return turn.then(() => fresh.approval_id);
           }),
         );
       }
