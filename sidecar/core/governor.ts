@@ -202,11 +202,14 @@ export class Governor {
   }
 
   /**
-   * True while the chain `chainId` holds the wait of the call `input` (pending, or resolved with
-   * an outcome nobody received yet): that call, made again, re-attaches to it.
+   * The first of `chainIds` that holds the wait of the call `input` (same fingerprint; pending,
+   * or resolved with an outcome nobody received yet), or null: that call, made again in that
+   * chain, re-attaches to it. `input.chainId` is not part of the fingerprint.
    */
-  holdsCall(chainId: string, input: InvokeInput): boolean {
-    return this.#chains.find(chainId)?.wait?.key === reattachKey(input, null);
+  chainHolding(chainIds: Iterable<string>, input: InvokeInput): string | null {
+    const key = reattachKey(input, null);
+    for (const chainId of chainIds) if (this.#chains.find(chainId)?.wait?.key === key) return chainId;
+    return null;
   }
 
   /**

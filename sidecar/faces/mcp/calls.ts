@@ -98,7 +98,7 @@ export class GovernedCalls {
     signal: AbortSignal,
   ): Promise<CallToolResult> {
     const controller = linkedController(signal);
-    const input = this.inputOf(chainId, tool, args as JsonObject);
+    const input = this.inputOf(chainId, tool, args);
     return resultOf(await this.#o.governor.adopt(chainId, approvalId, input, controller, "mcp"), chainId);
   }
 

@@ -12,8 +12,12 @@
  *   (core/approvals.ts: one forward for all its callers) and is held up to `holdMs`; the
  *   approval decided, it gets the real result (or the refusal), else `input_required` again with
  *   the same `requestState` and no input request, and the client retries;
+ * - at a replica that does not hold the wait (another sidecar of the pod template, or this one
+ *   restarted) the retry adopts the approval (core/approvals.ts `adopt`: checked against the
+ *   service's record, forwarded once there) and completes the chain through the service;
  * - a chain whose wait is gone with nobody attached (outcome delivered, dropped after the
- *   re-attach window, withdrawn) is completed by `sweep()`; `close()` completes them all.
+ *   re-attach window, withdrawn) is completed by `sweep()`; `close()` leaves the waiting ones
+ *   open at the service for adoption.
  */
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
 import type { WaitUpdate } from "../../core/approval-wait.js";

@@ -25,7 +25,8 @@
  *   no longer decidable); the session's chain goes on;
  * - a client that declares URL-mode elicitation gets one `elicitation/create` (mode url) with
  *   the review URL, as information only: its answer changes nothing (session.ts);
- * - a retried identical call (same tool, same arguments) joins the pending approval; any other
+ * - a retried identical call (same tool, same arguments), from this session or a new one (a
+ *   client that reconnects to retry), joins the pending approval; any other
  *   call meanwhile is refused naming the approval and its review URL (core/approvals.ts).
  *
  * Origin: a request whose Origin is not allowed gets 403 (origin.ts).
@@ -289,7 +290,7 @@ export class McpFace {
           // to retry): re-attach to it there.
           const owner = this.#waitingOwner(session, name, args) ?? session;
           session.active++;
-          owner.active++;
+          if (owner !== session) owner.active++;
           try {
             return await executeToolSpan(name, String(extra.requestId), () =>
               this.#calls.call(
@@ -302,7 +303,7 @@ export class McpFace {
             );
           } finally {
             session.active--;
-            owner.active--;
+            if (owner !== session) owner.active--;
             session.lastSeen = owner.lastSeen = Date.now();
           }
         },
@@ -317,12 +318,12 @@ export class McpFace {
    * session re-attaches there (issue 29). Null when there is none.
    */
   #waitingOwner(session: Session, tool: string, args: Record<string, unknown>): Session | null {
-    for (const other of this.#sessions.values()) {
-      if (other === session || !other.openedChainId) continue;
-      const input = this.#calls.inputOf(other.openedChainId, tool, args);
-      if (this.#o.governor.holdsCall(other.openedChainId, input)) return other;
-    }
-    return null;
+    const byChain = new Map<string, Session>();
+    for (const other of this.#sessions.values())
+      if (other !== session && other.openedChainId) byChain.set(other.openedChainId, other);
+    const input = this.#calls.inputOf(session.openedChainId ?? "", tool, args);
+    const chainId = this.#o.governor.chainHolding(byChain.keys(), input);
+    return chainId ? byChain.get(chainId)! : null;
   }
 
   /** Creates a task for a task-augmented tools/call and runs the governed call behind it. */
