@@ -127,6 +127,7 @@ export async function startSidecar(opts: StartOptions): Promise<Sidecar> {
             progressIntervalMs: config.mcpProgressIntervalSeconds * 1000,
             allowedOrigins: config.mcpAllowedOrigins,
             taskTtlMs: (config.approvalTimeoutHours * 3600 + config.reattachWindowSeconds) * 1000,
+            stateSecret: typeof opts.apiKey === "string" ? opts.apiKey : null,
           }),
       )
     : null;

@@ -6,9 +6,17 @@
  * An outcome nobody has received yet is kept for `reattachWindowMs` after the approval was
  * resolved; an approval granted while no caller waits forwards nothing until a retry attaches,
  * and one nobody retried is reported as not forwarded.
+ *
+ * A retry can also name the approval of a chain this process does not hold (an MCP
+ * `requestState` issued by another replica, or before a restart): `adopt` checks the call
+ * against the service's record of the approval's event, waits for the approval at the service
+ * and forwards once for all the retries that adopted it here.
  */
 import {
   type ChainConfig,
+  type ChainEvent,
+  type ChainView,
+  type PendingApproval,
   type PolicyDecision,
   type ServiceClient,
   waitForApproval,
@@ -48,6 +56,8 @@ export type Forward = (
 export class ApprovalWaits {
   /** Approval waits alive (pending, or holding an outcome nobody received yet). */
   readonly #waits = new Set<ApprovalWait>();
+  /** Approvals of chains held elsewhere that retries adopted here, by approval id. */
+  readonly #adopted = new Map<string, Adopted>();
   readonly #client: ServiceClient;
   readonly #config: ChainConfig;
   readonly #options: ApprovalWaitOptions;
@@ -191,14 +201,123 @@ export class ApprovalWaits {
     else if (w.forwarding) await w.forwarding.catch(() => undefined);
   }
 
+  /**
+   * A retry of the call whose approval `approvalId` belongs to chain `chainId`, which this
+   * process does not hold (opened by another replica, or before a restart). The service's record
+   * of the approval's event must be this call (agent, parent, type, name, payload) and have no
+   * outcome yet, in a chain not completed; then the approval is waited for at the service and,
+   * granted, forwarded once for every retry that adopted it here.
+   * @throws GatewayError INVALID_ARGUMENT (field requestState) when the event is another call;
+   *   NOT_FOUND when the approval is unknown, its call already has an outcome or its chain is
+   *   completed; the signal's reason when `signal` aborts (the adoption stays for a retry within
+   *   the re-attach window); whatever the wait or the forward throws.
+   */
+  async adopt(
+    chainId: string,
+    approvalId: string,
+    input: InvokeInput,
+    signal: AbortSignal,
+    forward: Forward,
+  ): Promise<InvokeResult> {
+    let a = this.#adopted.get(approvalId);
+    if (!a) {
+      const controller = new AbortController();
+      a = {
+        controller,
+        decided: this.#gateOf(chainId, approvalId, input, controller.signal).then((gate) =>
+          waitForApproval(this.#client, this.#config, gate, controller.signal),
+        ),
+        forwarding: null,
+        attached: 0,
+      };
+      a.decided.catch(() => undefined);
+      this.#adopted.set(approvalId, a);
+    }
+    const adopted = a;
+    adopted.attached++;
+    try {
+      const decision = await untilSettledOrAborted(adopted.decided, signal);
+      if (!adopted.forwarding) {
+        if (signal.aborted) throw signal.reason;
+        adopted.forwarding = forward(input, decision, adopted.controller.signal);
+      }
+      const result = await untilSettledOrAborted(adopted.forwarding, signal);
+      this.#adopted.delete(approvalId);
+      return result;
+    } catch (err) {
+      if (!(signal.aborted && err === signal.reason)) this.#adopted.delete(approvalId);
+      throw err;
+    } finally {
+      adopted.attached--;
+      if (adopted.attached === 0 && this.#adopted.get(approvalId) === adopted) {
+        const timer = setTimeout(() => {
+          if (adopted.attached > 0 || adopted.forwarding) return;
+          adopted.controller.abort(new GatewayError(ErrorCode.CANCELLED, "nobody retried the call"));
+          this.#adopted.delete(approvalId);
+        }, this.#options.reattachWindowMs);
+        timer.unref();
+      }
+    }
+  }
+
+  /** The approval gate of an adopted retry, checked against the service's record (see adopt). */
+  async #gateOf(
+    chainId: string,
+    approvalId: string,
+    input: InvokeInput,
+    signal: AbortSignal,
+  ): Promise<PendingApproval> {
+    const gone = (why: string) =>
+      new GatewayError(
+        ErrorCode.NOT_FOUND,
+        `requestState: approval ${approvalId} ${why}; call again to ask anew`,
+      );
+    const chain = await this.#client.getChain(chainId, { signal });
+    const event = chain.events.find((e) => e.approval_id === approvalId);
+    if (!event) throw gone("is not in its chain");
+    const recorded: InvokeInput = {
+      ...input,
+      agentName: event.agent_name,
+      parentAgentName: event.parent_agent_name,
+      actionType: event.action_type,
+      actionName: event.action_name,
+      payload: event.payload as InvokeInput["payload"],
+      upstream: typeof chain.metadata.upstream === "string" ? chain.metadata.upstream : null,
+    };
+    if (fingerprintOf(recorded) !== fingerprintOf(input))
+      throw invalidArgument("requestState", "names the approval of another call");
+    if (isDone(chain, event))
+      throw gone("has no wait any more (its call has an outcome, or its chain is completed)");
+    return {
+      chainId,
+      approvalId,
+      eventId: event.event_id,
+      sequence: event.sequence,
+      category: event.category,
+    };
+  }
+
+  /**
+   * True when the service shows the call of approval `approvalId` done with: its event has an
+   * outcome or its chain is completed (e.g. another replica adopted and forwarded it).
+   * @throws the service client's errors
+   */
+  async doneAtService(chainId: string, approvalId: string): Promise<boolean> {
+    const chain = await this.#client.getChain(chainId);
+    const event = chain.events.find((e) => e.approval_id === approvalId);
+    return !event || isDone(chain, event);
+  }
+
   /** Aborts every wait with SHUTTING_DOWN (end of a drain): nothing more is forwarded. */
   abortAll(): void {
     for (const w of this.#waits) w.abort(shuttingDown());
+    for (const a of this.#adopted.values()) a.controller.abort(shuttingDown());
   }
 
   /** Aborts every wait no caller is attached to (end of a drain). */
   abortDetached(): void {
     for (const w of this.#waits) if (w.attached === 0) w.abort(shuttingDown());
+    for (const a of this.#adopted.values()) if (a.attached === 0) a.controller.abort(shuttingDown());
   }
 
   /** The outcome reached a caller: the chain is free for its next call. */
@@ -243,3 +362,18 @@ export class ApprovalWaits {
     }
   }
 }
+
+/** An approval of a chain held elsewhere, adopted by retries here. */
+interface Adopted {
+  /** Aborts the wait (and a forward started for it) when nobody retries or at shutdown. */
+  controller: AbortController;
+  decided: Promise<PolicyDecision>;
+  /** The one forward, once an attached retry claimed it. */
+  forwarding: Promise<InvokeResult> | null;
+  /** Retries waiting now. */
+  attached: number;
+}
+
+/** The service's record shows the event's call done with: an outcome, or its chain completed. */
+const isDone = (chain: ChainView, event: ChainEvent): boolean =>
+  event.outcome != null || chain.status === "completed" || chain.status === "failed";

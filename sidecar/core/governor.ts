@@ -138,9 +138,18 @@ export class Governor {
     surface: Surface,
     options: InvokeOptions = {},
   ): Promise<InvokeResult> {
+    return this.#counted(controller, surface, () => this.#invoke(input, controller.signal, options));
+  }
+
+  /** Runs one invocation in flight, counted by its decision (or refusal) and surface. */
+  #counted(
+    controller: AbortController,
+    surface: Surface,
+    run: () => Promise<InvokeResult>,
+  ): Promise<InvokeResult> {
     return this.#inflight.track(controller, async () => {
       try {
-        const result = await this.#invoke(input, controller.signal, options);
+        const result = await run();
         this.#metrics.invocations.inc({ decision: result.decision.policy_decision, surface });
         return result;
       } catch (err) {
@@ -149,6 +158,58 @@ export class Governor {
         throw e;
       }
     });
+  }
+
+  /**
+   * A retry of the call waiting for approval `approvalId` in chain `chainId`, a chain this
+   * process does not hold (opened by another replica of the pod template, or before a restart):
+   * checked against the service's record, waited for there, forwarded once (approvals.ts
+   * `adopt`). `controller` as for invoke: aborting it detaches the caller.
+   * @throws GatewayError as invoke; INVALID_ARGUMENT (requestState) when the approval is another
+   *   call's; NOT_FOUND when its call has an outcome already or its chain is completed.
+   */
+  async adopt(
+    chainId: string,
+    approvalId: string,
+    input: InvokeInput,
+    controller: AbortController,
+    surface: Surface,
+  ): Promise<InvokeResult> {
+    const forward = this.#forwarder.forward.bind(this.#forwarder);
+    return this.#counted(controller, surface, () =>
+      this.#waits.adopt(chainId, approvalId, input, controller.signal, forward),
+    );
+  }
+
+  /**
+   * For a retry of a call whose wait here was resolved while nobody was attached (a modern-era
+   * call another replica may have adopted): true when the service shows the call done with (its
+   * event has an outcome, or its chain is completed); the wait is then dropped here, nothing
+   * forwarded and nothing reported. False otherwise (then the retry re-attaches here).
+   * @throws GatewayError BACKEND_UNAVAILABLE and others when the service cannot tell.
+   */
+  async doneElsewhere(chainId: string, approvalId: string): Promise<boolean> {
+    const entry = this.#chains.find(chainId);
+    const w = entry?.wait;
+    if (!entry || !w || w.approvalId !== approvalId || w.pending || w.forwarding) return false;
+    try {
+      if (!(await this.#waits.doneAtService(chainId, approvalId))) return false;
+    } catch (err) {
+      throw this.#fail(err, "GetChain");
+    }
+    this.#waits.withdraw(entry, w.key, "the call was done with at another replica");
+    return true;
+  }
+
+  /**
+   * The first of `chainIds` that holds the wait of the call `input` (same fingerprint; pending,
+   * or resolved with an outcome nobody received yet), or null: that call, made again in that
+   * chain, re-attaches to it. `input.chainId` is not part of the fingerprint.
+   */
+  chainHolding(chainIds: Iterable<string>, input: InvokeInput): string | null {
+    const key = reattachKey(input, null);
+    for (const chainId of chainIds) if (this.#chains.find(chainId)?.wait?.key === key) return chainId;
+    return null;
   }
 
   /**
@@ -265,6 +326,7 @@ export class Governor {
       const entry = this.#chains.find(chainId);
       try {
         if (!entry) {
+          await this.#outcomes.settled(chainId); // e.g. the outcome of an adopted retry
           const r = await this.#client.completeChain(chainId, failure ? { failure } : {}, {
             signal: controller.signal,
           });

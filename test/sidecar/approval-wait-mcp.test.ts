@@ -7,9 +7,7 @@
  * cancellation, idle session expiry with a receipt, Origin validation, unknown tools, inputSchema
  * refusals and invalid cursors. Real service on real PostgreSQL, real server-memory upstream.
  */
-import { execFile, execFileSync } from "node:child_process";
-import { mkdtempSync, rmSync } from "node:fs";
-import os from "node:os";
+import { execFile } from "node:child_process";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
@@ -23,11 +21,10 @@ import {
 } from "@modelcontextprotocol/sdk/types.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
-  memoryUpstream,
   nextPendingApproval,
-  reviewNewMemories,
   type Stack,
-  startStack,
+  startMemoryStack,
+  toolFromScript,
   waitForReceipt,
 } from "./harness.js";
 
@@ -38,37 +35,21 @@ const APPROVE_AFTER_MS = 8000;
 
 describe("approval waits through the MCP face", () => {
   let s: Stack;
-  let dir: string;
   let mcpUrl: URL;
   let python: string;
   const seen = new Set<string>();
 
   beforeAll(async () => {
-    python = execFileSync("bash", [path.join(here, "../../scripts/python-env.sh")], {
-      encoding: "utf8",
-      stdio: ["ignore", "pipe", "inherit"],
-    })
-      .trim()
-      .split("\n")
-      .at(-1)!;
-    dir = mkdtempSync(path.join(os.tmpdir(), "tg-mcp-wait-"));
-    s = await startStack({
-      slug: "mcp-wait-org",
-      config: {
-        mcpUpstream: "memory",
-        agentName: "assistant",
-        mcpProgressIntervalSeconds: 1,
-        mcpSessionIdleSeconds: 4,
-        servicePublicUrl: "https://tollgate.example.com/",
-      },
-      upstreams: [memoryUpstream(dir)],
+    python = toolFromScript("python-env.sh");
+    s = await startMemoryStack("mcp-wait-org", {
+      mcpProgressIntervalSeconds: 1,
+      mcpSessionIdleSeconds: 4,
+      servicePublicUrl: "https://tollgate.example.com/",
     });
     mcpUrl = new URL(`${s.sidecar.httpUrl}/mcp`);
-    await reviewNewMemories(s, "mcp-wait-org");
   }, 600_000);
   afterAll(async () => {
     await s?.close();
-    if (dir) rmSync(dir, { recursive: true, force: true });
   });
 
   /**

@@ -3,11 +3,13 @@
  * HTTP, an organization with an API key in a mounted-style key file, a real local HTTP tool
  * server, the sidecar itself, and a real @grpc/grpc-js client of tollgate.v1.ToolGateway.
  */
+import { execFileSync } from "node:child_process";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import http from "node:http";
 import { createRequire } from "node:module";
 import os from "node:os";
 import path from "node:path";
+import { fileURLToPath } from "node:url";
 import * as grpc from "@grpc/grpc-js";
 import { expect } from "vitest";
 import { parseConfig, readApiKey, type SidecarConfigInput } from "../../sidecar/config.js";
@@ -346,4 +348,39 @@ export async function reviewNewMemories(s: Stack, slug: string): Promise<void> {
     },
   });
   expect(p.statusCode, p.body).toBeLessThan(300);
+}
+
+/**
+ * Runs scripts/<script> (installs, or reuses from the cache, a tool the tests need) and returns
+ * the last line of its stdout: the tool's path. Throws when the script fails (the test fails).
+ */
+export function toolFromScript(script: string): string {
+  const root = path.join(path.dirname(fileURLToPath(import.meta.url)), "../..");
+  return execFileSync("bash", [path.join(root, "scripts", script)], {
+    encoding: "utf8",
+    stdio: ["ignore", "pipe", "inherit"],
+  })
+    .trim()
+    .split("\n")
+    .at(-1)!;
+}
+
+/**
+ * A stack whose MCP face mirrors a real server-memory (agent "assistant", its store in a fresh
+ * temporary directory removed at close), `create_entities` needing approval (reviewNewMemories).
+ */
+export async function startMemoryStack(slug: string, config: Partial<SidecarConfigInput>): Promise<Stack> {
+  const dir = mkdtempSync(path.join(os.tmpdir(), "tg-mcp-memory-"));
+  const s = await startStack({
+    slug,
+    config: { mcpUpstream: "memory", agentName: "assistant", ...config },
+    upstreams: [memoryUpstream(dir)],
+  });
+  await reviewNewMemories(s, slug);
+  const close = s.close;
+  s.close = async () => {
+    await close();
+    rmSync(dir, { recursive: true, force: true });
+  };
+  return s;
 }

@@ -1,27 +1,8 @@
-/**
- * The modern era (MCP revision 2026-07-28) of the MCP face with the unmodified official client
- * @modelcontextprotocol/client 2.x (`versionNegotiation: { mode: "auto" }`): server/discover
- * picks the modern era, tools/list and an allowed tools/call in a chain of its own; an approval
- * wait as `input_required` (URL elicitation with the review URL + requestState) that the
- * client's own retries re-attach to, the tool forwarded once after the approval; a requestState
- * carried to another connection; altered states and other arguments refused; a legacy client
- * still on the legacy era. Real service on real PostgreSQL, real server-memory upstream.
- */
-import { mkdtempSync, rmSync } from "node:fs";
-import os from "node:os";
-import path from "node:path";
 import { Client, ProtocolError, StreamableHTTPClientTransport } from "@modelcontextprotocol/client";
 import { Client as LegacyClient } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport as LegacyTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import {
-  memoryUpstream,
-  nextPendingApproval,
-  reviewNewMemories,
-  type Stack,
-  startStack,
-  waitForReceipt,
-} from "./harness.js";
+import { nextPendingApproval, type Stack, startMemoryStack, waitForReceipt } from "./harness.js";
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 /** Approvals are granted this long after they were seen pending (the client retries meanwhile). */
@@ -29,28 +10,18 @@ const APPROVE_AFTER_MS = 3000;
 
 describe("MCP face, revision 2026-07-28 (official client 2.x)", () => {
   let s: Stack;
-  let dir: string;
   let mcpUrl: URL;
   const seen = new Set<string>();
 
   beforeAll(async () => {
-    dir = mkdtempSync(path.join(os.tmpdir(), "tg-mcp-modern-"));
-    s = await startStack({
-      slug: "mcp-modern-org",
-      config: {
-        mcpUpstream: "memory",
-        agentName: "assistant",
-        mcpSessionIdleSeconds: 2,
-        servicePublicUrl: "https://tollgate.example.com/",
-      },
-      upstreams: [memoryUpstream(dir)],
+    s = await startMemoryStack("mcp-modern-org", {
+      mcpSessionIdleSeconds: 2,
+      servicePublicUrl: "https://tollgate.example.com/",
     });
     mcpUrl = new URL(`${s.sidecar.httpUrl}/mcp`);
-    await reviewNewMemories(s, "mcp-modern-org");
   }, 600_000);
   afterAll(async () => {
     await s?.close();
-    if (dir) rmSync(dir, { recursive: true, force: true });
   });
 
   const reviewUrl = (id: string) => `https://tollgate.example.com/dashboard/approvals#approval-${id}`;

@@ -8,7 +8,7 @@
  * `_meta["tollgate.dev/decision"]` and, for approvals, `_meta["tollgate.dev/approval"]`.
  */
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
-import type { Governor } from "../../core/governor.js";
+import type { Governor, InvokeResult } from "../../core/governor.js";
 import type { Logger } from "../../logger.js";
 import { toProtoDecision } from "../../wire/decision.js";
 import { ErrorCode, GatewayError } from "../../wire/errors.js";
@@ -57,15 +57,7 @@ export class GovernedCalls {
     reporter: WaitReporter,
     running?: RunningTask,
   ): Promise<CallToolResult> {
-    const controller = new AbortController();
-    const onAbort = () =>
-      controller.abort(
-        signal.reason instanceof GatewayError
-          ? signal.reason
-          : new GatewayError(ErrorCode.CANCELLED, "the MCP client cancelled the call"),
-      );
-    if (signal.aborted) onAbort();
-    else signal.addEventListener("abort", onAbort, { once: true });
+    const controller = linkedController(signal);
     try {
       let payload: JsonObject;
       try {
@@ -81,33 +73,46 @@ export class GovernedCalls {
         throw err;
       });
       if (owner.chainId === opening) owner.openedChainId = chainId;
-      const input: InvokeInput = {
-        chainId,
-        agentName: this.#o.agentName,
-        actionType: "tool_call",
-        actionName: tool,
-        payload,
-        parentAgentName: null,
-        upstream: this.#o.upstreamName,
-      };
+      const input = this.inputOf(chainId, tool, payload);
       if (running) {
         running.chainId = chainId;
         running.input = input;
       }
       const r = await this.#o.governor.invoke(input, controller, "mcp", { onWait: reporter.onWait });
-      const result = JSON.parse(r.result!.resultJson) as CallToolResult;
-      return {
-        ...result,
-        _meta: {
-          ...result._meta,
-          "tollgate.dev/chain_id": chainId,
-          "tollgate.dev/event_id": r.decision.event_id,
-        },
-      };
+      return resultOf(r, chainId);
     } finally {
       reporter.done();
-      signal.removeEventListener("abort", onAbort);
     }
+  }
+
+  /**
+   * The retry of a call waiting for approval `approvalId` in chain `chainId`, which this process
+   * does not hold (another replica's, or from before a restart): Governor.adopt.
+   * @throws GatewayError as invoke; INVALID_ARGUMENT (requestState), NOT_FOUND (see adopt).
+   */
+  async adopt(
+    chainId: string,
+    approvalId: string,
+    tool: string,
+    args: Record<string, unknown>,
+    signal: AbortSignal,
+  ): Promise<CallToolResult> {
+    const controller = linkedController(signal);
+    const input = this.inputOf(chainId, tool, args);
+    return resultOf(await this.#o.governor.adopt(chainId, approvalId, input, controller, "mcp"), chainId);
+  }
+
+  /** The governed invocation of a tools/call of `tool` with `args` in chain `chainId`. */
+  inputOf(chainId: string, tool: string, args: Record<string, unknown>): InvokeInput {
+    return {
+      chainId,
+      agentName: this.#o.agentName,
+      actionType: "tool_call",
+      actionName: tool,
+      payload: args as JsonObject,
+      parentAgentName: null,
+      upstream: this.#o.upstreamName,
+    };
   }
 
   /** What `invoke` threw as a tool error result (an unexpected error is logged, and INTERNAL). */
@@ -141,6 +146,36 @@ export class GovernedCalls {
       new AbortController(),
     );
   }
+}
+
+/**
+ * A controller aborted when `signal` aborts: with its reason when that is a GatewayError (a
+ * caller's own detach), else CANCELLED.
+ */
+function linkedController(signal: AbortSignal): AbortController {
+  const controller = new AbortController();
+  const onAbort = () =>
+    controller.abort(
+      signal.reason instanceof GatewayError
+        ? signal.reason
+        : new GatewayError(ErrorCode.CANCELLED, "the MCP client cancelled the call"),
+    );
+  if (signal.aborted) onAbort();
+  else signal.addEventListener("abort", onAbort, { once: true });
+  return controller;
+}
+
+/** A forwarded call's CallToolResult, with the chain and event ids in `_meta`. */
+function resultOf(r: InvokeResult, chainId: string): CallToolResult {
+  const result = JSON.parse(r.result!.resultJson) as CallToolResult;
+  return {
+    ...result,
+    _meta: {
+      ...result._meta,
+      "tollgate.dev/chain_id": chainId,
+      "tollgate.dev/event_id": r.decision.event_id,
+    },
+  };
 }
 
 /** A refused call as a tool error result. */

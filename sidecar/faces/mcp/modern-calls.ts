@@ -12,8 +12,12 @@
  *   (core/approvals.ts: one forward for all its callers) and is held up to `holdMs`; the
  *   approval decided, it gets the real result (or the refusal), else `input_required` again with
  *   the same `requestState` and no input request, and the client retries;
+ * - at a replica that does not hold the wait (another sidecar of the pod template, or this one
+ *   restarted) the retry adopts the approval (core/approvals.ts `adopt`: checked against the
+ *   service's record, forwarded once there) and completes the chain through the service;
  * - a chain whose wait is gone with nobody attached (outcome delivered, dropped after the
- *   re-attach window, withdrawn) is completed by `sweep()`; `close()` completes them all.
+ *   re-attach window, withdrawn) is completed by `sweep()`; `close()` leaves the waiting ones
+ *   open at the service for adoption.
  */
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
 import type { WaitUpdate } from "../../core/approval-wait.js";
@@ -58,6 +62,8 @@ export class ModernCalls {
   readonly #o: ModernCallOptions;
   /** Chains of calls that answered input_required, by chain id. */
   readonly #waiting = new Map<string, CallChain>();
+  /** Chains whose call ended here (outcome delivered or refused), oldest first. */
+  readonly #ended = new Set<string>();
 
   constructor(options: ModernCallOptions) {
     this.#o = options;
@@ -79,7 +85,26 @@ export class ModernCalls {
     if (requestState === undefined) return this.#first(tool, args, caller, signal);
     const handle = this.#o.states.open(requestState, tool, args);
     const chain = this.#waiting.get(handle.chainId);
-    if (!chain || !this.#o.governor.holdsWait(handle.chainId, handle.approvalId))
+    if (chain && this.#o.governor.holdsWait(handle.chainId, handle.approvalId)) {
+      // Resolved while nobody waited here: another replica may have adopted and run it.
+      try {
+        if (await this.#o.governor.doneElsewhere(handle.chainId, handle.approvalId)) void this.#end(chain);
+      } catch (err) {
+        return complete(this.#o.calls.refusalOf(err, handle.chainId)); // fail closed: no second run
+      }
+    }
+    if (chain && this.#o.governor.holdsWait(handle.chainId, handle.approvalId)) {
+      chain.active++;
+      return this.#held(
+        requestState,
+        handle.chainId,
+        (held) =>
+          this.#o.calls.invoke(chain, tool, args, held, { onWait: () => undefined, done: () => undefined }),
+        () => this.#end(chain),
+        signal,
+      ).finally(() => chain.active--);
+    }
+    if (chain || this.#ended.has(handle.chainId))
       return complete(
         this.#o.calls.refusalOf(
           new GatewayError(
@@ -89,7 +114,17 @@ export class ModernCalls {
           handle.chainId,
         ),
       );
-    return this.#retry(chain, requestState, tool, args, signal);
+    // Issued by another replica or before a restart: the service's record decides (adopt).
+    return this.#held(
+      requestState,
+      handle.chainId,
+      (held) => this.#o.calls.adopt(handle.chainId, handle.approvalId, tool, args, held),
+      () => {
+        this.#remember(handle.chainId);
+        return this.#o.calls.completeChain({ chainId: Promise.resolve(handle.chainId) }, null);
+      },
+      signal,
+    );
   }
 
   /** Completes the chains whose wait is gone and that no request is attached to. */
@@ -106,9 +141,13 @@ export class ModernCalls {
     }
   }
 
-  /** Completes every chain still waiting (shutdown: their waits are withdrawn). */
-  async close(): Promise<void> {
-    await Promise.allSettled([...this.#waiting.values()].map((c) => this.#end(c)));
+  /**
+   * Shutdown: forgets the chains still waiting without completing them: their approvals stay
+   * pending at the service, and a retry with their requestState at any replica (or this one,
+   * restarted) adopts them (approvals.ts `adopt`). A chain nobody retries stays open.
+   */
+  close(): void {
+    this.#waiting.clear();
   }
 
   async #first(
@@ -159,40 +198,56 @@ export class ModernCalls {
     }
   }
 
-  async #retry(
-    chain: CallChain,
+  /**
+   * A retry, held up to `holdMs`: the result, a refusal, or input_required with the same state
+   * when the approval is still pending. `end` (completing the chain) runs when the call's wait
+   * ended, not when the client left (it may retry again); a result is answered once `end` is
+   * done, so that the service shows the call done with before the client has its result (a
+   * replica still holding the wait then drops it: #doneElsewhere).
+   * @throws GatewayError INVALID_ARGUMENT (requestState) from `run`.
+   */
+  async #held(
     requestState: string,
-    tool: string,
-    args: Record<string, unknown>,
+    chainId: string,
+    run: (signal: AbortSignal) => Promise<CallToolResult>,
+    end: () => Promise<void>,
     signal: AbortSignal,
   ): Promise<ModernCallResult> {
     const detach = new GatewayError(ErrorCode.CANCELLED, "the retry was held long enough");
     const controller = linked(signal);
     const timer = setTimeout(() => controller.abort(detach), this.#o.holdMs);
-    chain.active++;
     try {
-      const result = await this.#o.calls.invoke(chain, tool, args, controller.signal, {
-        onWait: () => undefined,
-        done: () => undefined,
-      });
-      void this.#end(chain);
+      const result = await run(controller.signal);
+      await end();
       return complete(result);
     } catch (err) {
       if (err === detach) return { resultType: "input_required", requestState };
-      if (!signal.aborted) void this.#end(chain); // a client that left may retry again
-      return complete(this.#o.calls.refusalOf(err, chain.openedChainId));
+      if (err instanceof GatewayError && err.code === ErrorCode.INVALID_ARGUMENT) throw err;
+      if (!signal.aborted && !(err instanceof GatewayError && err.code === ErrorCode.NOT_FOUND)) void end();
+      return complete(this.#o.calls.refusalOf(err, chainId));
     } finally {
       clearTimeout(timer);
-      chain.active--;
     }
   }
 
   /** Forgets the call's chain and completes it (never rejects). */
   #end(chain: CallChain): Promise<void> {
-    if (chain.openedChainId) this.#waiting.delete(chain.openedChainId);
+    if (chain.openedChainId) {
+      this.#waiting.delete(chain.openedChainId);
+      this.#remember(chain.openedChainId);
+    }
     return this.#o.calls.completeChain(chain, null);
   }
+
+  /** Remembers a chain whose call ended here: a late retry naming it is NOT_FOUND at once. */
+  #remember(chainId: string): void {
+    this.#ended.add(chainId);
+    if (this.#ended.size > ENDED_MEMORY) this.#ended.delete(this.#ended.values().next().value!);
+  }
 }
+
+/** How many ended chains are remembered (ModernCalls #ended). */
+const ENDED_MEMORY = 10_000;
 
 const complete = (result: CallToolResult): ModernCallResult => ({ ...result, resultType: "complete" });
 

@@ -25,7 +25,8 @@
  *   no longer decidable); the session's chain goes on;
  * - a client that declares URL-mode elicitation gets one `elicitation/create` (mode url) with
  *   the review URL, as information only: its answer changes nothing (session.ts);
- * - a retried identical call (same tool, same arguments) joins the pending approval; any other
+ * - a retried identical call (same tool, same arguments), from this session or a new one (a
+ *   client that reconnects to retry), joins the pending approval; any other
  *   call meanwhile is refused naming the approval and its review URL (core/approvals.ts).
  *
  * Origin: a request whose Origin is not allowed gets 403 (origin.ts).
@@ -57,7 +58,7 @@ import { header, jsonRpcError, readBody } from "./http.js";
 import { isModernRequest, ModernFace } from "./modern.js";
 import { ModernCalls } from "./modern-calls.js";
 import { originAllowed } from "./origin.js";
-import { RequestStates } from "./request-state.js";
+import { RequestStates, stateKey } from "./request-state.js";
 import {
   type Extra,
   elicitReview,
@@ -94,6 +95,11 @@ export interface McpFaceOptions {
   taskTtlMs?: number;
   /** ms a modern-era retry is held while its approval is pending (modern-calls.ts). */
   modernHoldMs?: number;
+  /**
+   * The secret all replicas of the pod template share, keying requestState handles
+   * (request-state.ts `stateKey`): the API key; null with a per-pod service account token.
+   */
+  stateSecret?: string | null;
 }
 
 const ListParamsSchema = z.object({ cursor: z.string().optional() }).loose().optional();
@@ -118,6 +124,7 @@ export class McpFace {
       allowedOrigins: [],
       taskTtlMs: 25 * 3_600_000,
       modernHoldMs: 45_000,
+      stateSecret: null,
       ...options,
     };
     this.#tools = new ToolCatalog(options.upstream);
@@ -131,7 +138,7 @@ export class McpFace {
     this.#modernCalls = new ModernCalls({
       governor: options.governor,
       calls: this.#calls,
-      states: new RequestStates(),
+      states: new RequestStates(stateKey(this.#o.stateSecret, options.agentName, options.upstream.name)),
       holdMs: this.#o.modernHoldMs,
     });
     this.#modern = new ModernFace({
@@ -200,10 +207,8 @@ export class McpFace {
   async close(): Promise<void> {
     this.#closing = true;
     clearInterval(this.#sweeper);
-    await Promise.allSettled([
-      ...[...this.#sessions.values()].map((s) => s.transport.close()),
-      this.#modernCalls.close(),
-    ]);
+    this.#modernCalls.close();
+    await Promise.allSettled([...this.#sessions.values()].map((s) => s.transport.close()));
     this.#tasks.cleanup();
   }
 
@@ -281,11 +286,15 @@ export class McpFace {
             );
           }
           if (task) return this.#startTask(session, name, args, task.ttl ?? null, extra);
+          // The same call waiting in another session's chain (a client that opened a new session
+          // to retry): re-attach to it there.
+          const owner = this.#waitingOwner(session, name, args) ?? session;
           session.active++;
+          if (owner !== session) owner.active++;
           try {
             return await executeToolSpan(name, String(extra.requestId), () =>
               this.#calls.call(
-                session,
+                owner,
                 name,
                 args,
                 extra.signal,
@@ -294,12 +303,27 @@ export class McpFace {
             );
           } finally {
             session.active--;
-            session.lastSeen = Date.now();
+            if (owner !== session) owner.active--;
+            session.lastSeen = owner.lastSeen = Date.now();
           }
         },
       ),
     );
     return session;
+  }
+
+  /**
+   * The other session whose chain holds the wait of this very call (same agent, tool and
+   * arguments: the fingerprint), pending or approved and not yet received: a retry from a new
+   * session re-attaches there (issue 29). Null when there is none.
+   */
+  #waitingOwner(session: Session, tool: string, args: Record<string, unknown>): Session | null {
+    const byChain = new Map<string, Session>();
+    for (const other of this.#sessions.values())
+      if (other !== session && other.openedChainId) byChain.set(other.openedChainId, other);
+    const input = this.#calls.inputOf(session.openedChainId ?? "", tool, args);
+    const chainId = this.#o.governor.chainHolding(byChain.keys(), input);
+    return chainId ? byChain.get(chainId)! : null;
   }
 
   /** Creates a task for a task-augmented tools/call and runs the governed call behind it. */
