@@ -9,6 +9,7 @@ import path from "node:path";
 import { Command } from "commander";
 import { z } from "zod";
 import { issueLines } from "../contract/v1/issues.js";
+import { TelemetryEnvSchema } from "../telemetry/config.js";
 import { VERSION } from "../version.js";
 import { describeSmtp, type SmtpConfig, SmtpEnvSchema, smtpFromEnv } from "./notify/smtp.js";
 import { type OidcConfig, OidcEnvSchema, oidcFromEnv } from "./oidc/settings.js";
@@ -46,6 +47,8 @@ const EnvSchema = z.object({
   KUBERNETES_SERVICE_HOST: z.string().optional(),
   ...SmtpEnvSchema.shape,
   ...OidcEnvSchema.shape,
+  // Checked with the rest, before any dev secret is written (startTracing reads them again).
+  ...TelemetryEnvSchema.shape,
 });
 
 /** Validated service configuration. `masterKey` and `adminToken` are secrets. */
