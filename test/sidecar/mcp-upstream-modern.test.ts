@@ -97,6 +97,51 @@ describe.each(["streamable_http", "stdio"] as const)("a modern MCP upstream over
     expect((await modern.listTools()).tools.map((t) => t.name).sort()).toEqual(["add", "confirm", "fail"]);
     expect(text(await modern.callTool({ name: "add", arguments: { a: 20, b: 22 } }))).toBe("42");
     await modern.close();
+
+    // mcp.server.operation.duration (OTel MCP conventions), one series per era of the face.
+    const metrics = await (await fetch(`${s.sidecar.httpUrl}/metrics`)).text();
+    const count = (labels: string) =>
+      Number(
+        new RegExp(`^mcp_server_operation_duration_seconds_count\\{${labels}\\} (\\d+)$`, "m").exec(
+          metrics,
+        )?.[1] ?? 0,
+      );
+    expect(
+      count(
+        'mcp_method_name="tools/call",mcp_protocol_version="2025-11-25",gen_ai_tool_name="add",error_type=""',
+      ),
+    ).toBe(1);
+    expect(
+      count(
+        'mcp_method_name="tools/call",mcp_protocol_version="2026-07-28",gen_ai_tool_name="add",error_type=""',
+      ),
+    ).toBe(1);
+    expect(
+      count(
+        'mcp_method_name="tools/list",mcp_protocol_version="2026-07-28",gen_ai_tool_name="",error_type=""',
+      ),
+    ).toBe(1);
+    expect(metrics).toMatch(
+      /^mcp_server_operation_duration_seconds_bucket\{le="300",mcp_method_name="tools\/list",mcp_protocol_version="2025-11-25"/m,
+    );
+  });
+
+  it("a tool error result is error.type tool_error; an unknown tool its JSON-RPC code", async () => {
+    const modern = new Client(
+      { name: "modern-agent", version: "1.0.0" },
+      { versionNegotiation: { mode: "auto" } },
+    );
+    await modern.connect(new StreamableHTTPClientTransport(mcpUrl()));
+    expect((await modern.callTool({ name: "fail", arguments: {} })).isError).toBe(true);
+    await expect(modern.callTool({ name: "nope", arguments: {} })).rejects.toThrow(/Unknown tool/);
+    await modern.close();
+    const metrics = await (await fetch(`${s.sidecar.httpUrl}/metrics`)).text();
+    expect(metrics).toMatch(
+      /^mcp_server_operation_duration_seconds_count\{mcp_method_name="tools\/call",mcp_protocol_version="2026-07-28",gen_ai_tool_name="fail",error_type="tool_error"\} 1$/m,
+    );
+    expect(metrics).toMatch(
+      /^mcp_server_operation_duration_seconds_count\{mcp_method_name="tools\/call",mcp_protocol_version="2026-07-28",gen_ai_tool_name="nope",error_type="-32602"\} 1$/m,
+    );
   });
 
   it.runIf(transport === "streamable_http")(
