@@ -158,7 +158,9 @@ describe.each(["streamable_http", "stdio"] as const)("a modern MCP upstream over
         expect(c.headers["mcp-method"]).toBe("tools/call");
         expect(c.headers["mcp-name"]).toBe(c.body?.params?.name);
         expect(c.headers["mcp-protocol-version"]).toBe("2026-07-28");
-        expect((c.body?.params?._meta as Record<string, unknown>)[PROTOCOL_VERSION_KEY]).toBe("2026-07-28");
+        expect((c.body?.params?._meta as Record<string, unknown> | undefined)?.[PROTOCOL_VERSION_KEY]).toBe(
+          "2026-07-28",
+        );
       }
       const lists = seen.filter((r) => r.body?.method === "tools/list");
       expect(lists.length).toBeGreaterThan(0);
