@@ -144,6 +144,7 @@ export class McpFace {
       serverInfo: SERVER_INFO,
       log: options.log,
       operations: this.#operations,
+      progressIntervalMs: this.#o.progressIntervalMs,
     });
     this.#tasks.onCancel = (taskId) => void this.#cancelTask(taskId);
     if (options.metrics) options.metrics.sources.mcpSessions = () => this.#sessions.size;
