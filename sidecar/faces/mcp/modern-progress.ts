@@ -37,7 +37,10 @@ export class ProgressStream {
   /** Stops the interval and sends the answer: as the stream's last event, or as plain JSON. */
   finish(answer: Record<string, unknown>): void {
     if (this.#timer) clearInterval(this.#timer);
-    if (!this.#res.headersSent) return sendJson(this.#res, 200, answer);
+    if (!this.#res.headersSent) {
+      sendJson(this.#res, 200, answer);
+      return;
+    }
     this.#event(answer);
     this.#res.end();
   }
