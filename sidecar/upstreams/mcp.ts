@@ -74,14 +74,6 @@ export class McpUpstream implements Upstream {
     return this.#client !== null;
   }
 
-  /**
-   * The protocol revision the connection negotiated (e.g. 2026-07-28 or 2025-11-25), or null
-   * before a connection.
-   */
-  protocolVersion(): string | null {
-    return this.#client?.getNegotiatedProtocolVersion() ?? null;
-  }
-
   /** The server's tools (tools/list, all pages). */
   async listTools(signal?: AbortSignal): Promise<Tool[]> {
     const client = await this.#connected();

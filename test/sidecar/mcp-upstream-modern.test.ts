@@ -7,11 +7,12 @@
  * eras of the face and gRPC Invoke reach the tools. The legacy upstreams (server-memory) are
  * covered by mcp.test.ts and the other MCP tests.
  */
+import * as grpc from "@grpc/grpc-js";
 import { Client, StreamableHTTPClientTransport } from "@modelcontextprotocol/client";
 import { Client as LegacyClient } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport as LegacyTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type Stack, startStack } from "./harness.js";
+import { expectFailure, type Stack, startStack } from "./harness.js";
 import { type ModernUpstream, modernServerEntry, startModernUpstream } from "./modern-upstream.js";
 
 const PROTOCOL_VERSION_KEY = "io.modelcontextprotocol/protocolVersion";
@@ -27,13 +28,14 @@ describe.each(["streamable_http", "stdio"] as const)("a modern MCP upstream over
       config: { mcpUpstream: "modern", agentName: "assistant" },
       upstreams: [
         upstream
-          ? { name: "modern", type: "mcp", transport: "streamable_http", url: upstream.url }
+          ? { name: "modern", type: "mcp", transport: "streamable_http", url: upstream.url, timeout_ms: 3000 }
           : {
               name: "modern",
               type: "mcp",
               transport: "stdio",
               command: process.execPath,
               args: [modernServerEntry, "stdio"],
+              timeout_ms: 3000,
             },
       ],
     });
@@ -46,7 +48,7 @@ describe.each(["streamable_http", "stdio"] as const)("a modern MCP upstream over
   const mcpUrl = () => new URL(`${s.sidecar.httpUrl}/mcp`);
   const text = (r: unknown) => (r as { content: { text: string }[] }).content[0]?.text;
 
-  it("gRPC Invoke reaches the modern tool, which saw the 2026-07-28 envelope; a tool error and an input_required are the tool's error", async () => {
+  it("gRPC Invoke reaches the modern tool, which saw the 2026-07-28 envelope; a tool error and an input_required are the tool's error, no answer a timeout", async () => {
     const chainId = await s.openChain("modern-upstream");
     const r = await s.invoke({
       chain_id: chainId,
@@ -78,13 +80,24 @@ describe.each(["streamable_http", "stdio"] as const)("a modern MCP upstream over
     });
     expect(asked.upstream_error).toBe(true);
     expect(JSON.parse(asked.result_json).error.code).toBe(-32021);
+    // No answer within the upstream's timeout_ms: UNAVAILABLE, UPSTREAM_TIMEOUT.
+    const hung = await expectFailure(
+      s.invoke({ chain_id: chainId, action_name: "hang", payload: {}, upstream: "modern" }),
+    );
+    expect(hung.code).toBe(grpc.status.UNAVAILABLE);
+    expect(hung.errorCode).toBe("UPSTREAM_TIMEOUT");
     await s.rpc("CompleteChain", { chain_id: chainId });
   });
 
   it("the MCP face mirrors its tools to a legacy client and a modern client", async () => {
     const legacy = new LegacyClient({ name: "legacy-agent", version: "1.0.0" });
     await legacy.connect(new LegacyTransport(mcpUrl()));
-    expect((await legacy.listTools()).tools.map((t) => t.name).sort()).toEqual(["add", "confirm", "fail"]);
+    expect((await legacy.listTools()).tools.map((t) => t.name).sort()).toEqual([
+      "add",
+      "confirm",
+      "fail",
+      "hang",
+    ]);
     expect(text(await legacy.callTool({ name: "add", arguments: { a: 1, b: 2 } }))).toBe("3");
     await legacy.close();
 
@@ -94,7 +107,12 @@ describe.each(["streamable_http", "stdio"] as const)("a modern MCP upstream over
     );
     await modern.connect(new StreamableHTTPClientTransport(mcpUrl()));
     expect(modern.getNegotiatedProtocolVersion()).toBe("2026-07-28");
-    expect((await modern.listTools()).tools.map((t) => t.name).sort()).toEqual(["add", "confirm", "fail"]);
+    expect((await modern.listTools()).tools.map((t) => t.name).sort()).toEqual([
+      "add",
+      "confirm",
+      "fail",
+      "hang",
+    ]);
     expect(text(await modern.callTool({ name: "add", arguments: { a: 20, b: 22 } }))).toBe("42");
     await modern.close();
 
