@@ -47,9 +47,9 @@ const EnvSchema = z.object({
   KUBERNETES_SERVICE_HOST: z.string().optional(),
   ...SmtpEnvSchema.shape,
   ...OidcEnvSchema.shape,
-  // Checked with the rest, before any dev secret is written (startTracing reads them again).
-  ...TelemetryEnvSchema.shape,
 });
+/** With the OTEL_* variables, checked with the rest before any dev secret is written (issue 29). */
+const StartupEnvSchema = EnvSchema.extend(TelemetryEnvSchema.shape);
 
 /** Validated service configuration. `masterKey` and `adminToken` are secrets. */
 export interface ServiceConfig {
@@ -143,7 +143,7 @@ export async function loadConfig(argv: string[], env: NodeJS.ProcessEnv): Promis
     .configureOutput({ writeErr: (s) => process.stderr.write(s) });
   program.parse(argv, { from: "user" });
   const flags = program.opts<{ port?: string; host?: string; dataDir?: string; logLevel?: string }>();
-  const parsed = EnvSchema.safeParse({
+  const parsed = StartupEnvSchema.safeParse({
     ...env,
     ...(flags.port !== undefined && { PORT: flags.port }),
     ...(flags.host !== undefined && { HOST: flags.host }),
