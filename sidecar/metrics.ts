@@ -99,6 +99,16 @@ export function createMetrics(opts: { defaultMetrics?: boolean } = {}) {
       labelNames: ["mode"] as const,
       registers: [registry],
     }),
+    mcpOperationDuration: new Histogram({
+      // OpenTelemetry MCP semantic conventions (SEMCONV_VERSION in tracing.ts): the metric
+      // mcp.server.operation.duration and its attributes, in Prometheus spelling.
+      name: "mcp_server_operation_duration_seconds",
+      help: "Duration of one MCP request answered by the MCP face (both eras; approval waits included), in seconds, by mcp.method.name, mcp.protocol.version, gen_ai.tool.name (tools/call) and error.type (a JSON-RPC error code, tool_error for a tool error result; empty when it succeeded).",
+      labelNames: ["mcp_method_name", "mcp_protocol_version", "gen_ai_tool_name", "error_type"] as const,
+      // The buckets the conventions advise for this metric.
+      buckets: [0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 2, 5, 10, 30, 60, 120, 300],
+      registers: [registry],
+    }),
     errors: new Counter({
       name: "tollgate_sidecar_errors_total",
       help: "Errors by kind: backend (service unreachable), upstream, outcome_report, internal.",

@@ -1,25 +1,48 @@
 /**
- * An mcp upstream: tools on an MCP server reached through @modelcontextprotocol/sdk's Client,
- * over Streamable HTTP or stdio (a child process). `call` is tools/call with the action name as
- * the tool name and the payload as the arguments; the CallToolResult comes back as JSON. A
- * JSON-RPC error from the server is the tool's answer (isError), a closed connection or a
- * timeout is an UpstreamError. A lost connection is re-established on the next call.
+ * An mcp upstream: tools on an MCP server reached through the official
+ * @modelcontextprotocol/client 2.x Client, over Streamable HTTP or stdio (a child process), in
+ * either era of the protocol. The era is negotiated as the SDKs do (`versionNegotiation: auto`):
+ * a `server/discover` probe at connect selects revision 2026-07-28 (stateless: the client puts
+ * the per-request `_meta` protocol version, clientInfo and capabilities on every request and
+ * the `MCP-Protocol-Version`, `Mcp-Method` and `Mcp-Name` headers on HTTP); a server that does
+ * not know it gets the 2025 `initialize` handshake (2025-11-25 and earlier), as before.
+ *
+ * `call` is tools/call with the action name as the tool name and the payload as the arguments;
+ * the CallToolResult comes back as JSON. A JSON-RPC error from the server is the tool's answer
+ * (isError), a closed connection or a timeout is an UpstreamError. A lost connection is
+ * re-established (and the era negotiated again) on the next call. The caller's trace context
+ * goes in `params._meta.traceparent`/`tracestate` (both eras).
  * Streamable HTTP upstreams with `credentials` carry the credential's headers on every HTTP
- * request to the server (initialize, tools/call, the GET stream, DELETE), through the
+ * request to the server (discover, initialize, tools/call, the GET stream, DELETE), through the
  * transport's `fetch`; a call whose credential cannot be had is not sent (UpstreamError
  * CredentialUnavailable), and a 401 answer drops a cached OAuth token.
  */
-import { Client } from "@modelcontextprotocol/sdk/client/index.js";
-import { getDefaultEnvironment, StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
-import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
-import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";
-import { ErrorCode, McpError, type Tool } from "@modelcontextprotocol/sdk/types.js";
+import {
+  Client,
+  ProtocolError,
+  SdkError,
+  SdkErrorCode,
+  StreamableHTTPClientTransport,
+  type Tool,
+  type Transport,
+} from "@modelcontextprotocol/client";
+import { getDefaultEnvironment, StdioClientTransport } from "@modelcontextprotocol/client/stdio";
 import { traceCarrier } from "../../src/telemetry/tracing.js";
 import type { Logger } from "../logger.js";
 import type { JsonObject } from "../wire/struct.js";
 import type { CredentialSource } from "./credential-source.js";
 import type { McpUpstreamConfig } from "./schema.js";
 import { type CallContext, type Upstream, UpstreamError, type UpstreamResult } from "./types.js";
+
+/** SdkError codes of an answer that is not a usable CallToolResult. */
+const UNUSABLE_RESULT: ReadonlySet<SdkErrorCode> = new Set([
+  SdkErrorCode.UnsupportedResultType,
+  SdkErrorCode.InvalidResult,
+  SdkErrorCode.InputRequiredRoundsExceeded,
+]);
+
+/** A tool of an MCP server, as its tools/list describes it. */
+export type McpTool = Tool;
 
 /** The sidecar's identity towards MCP servers. */
 export const CLIENT_INFO = { name: "tollgate-sidecar", version: "0.1.0" } as const;
@@ -86,7 +109,7 @@ export class McpUpstream implements Upstream {
     try {
       const trace = traceCarrier();
       const params = { name: actionName, arguments: payload, ...(trace && { _meta: trace }) };
-      const result = await client.callTool(params, undefined, {
+      const result = await client.callTool(params, {
         signal: ctx.signal,
         timeout: this.#config.timeout_ms,
       });
@@ -101,7 +124,7 @@ export class McpUpstream implements Upstream {
       if (ctx.signal?.aborted)
         throw new UpstreamError(this.name, "aborted", "Aborted", `upstream ${this.name}: call aborted`);
       if (err instanceof UpstreamError) throw err;
-      if (err instanceof McpError && err.code === ErrorCode.RequestTimeout) {
+      if (err instanceof SdkError && err.code === SdkErrorCode.RequestTimeout) {
         throw new UpstreamError(
           this.name,
           "timeout",
@@ -109,7 +132,9 @@ export class McpUpstream implements Upstream {
           `upstream ${this.name}: no answer within ${this.#config.timeout_ms} ms`,
         );
       }
-      if (err instanceof McpError && err.code !== ErrorCode.ConnectionClosed) {
+      // The server answered, with an error or a result the sidecar cannot use (an
+      // input_required nobody here could fulfil, a malformed result): the tool's error.
+      if (err instanceof ProtocolError || (err instanceof SdkError && UNUSABLE_RESULT.has(err.code))) {
         const error = { code: err.code, message: err.message };
         return {
           resultJson: JSON.stringify({ error }),
@@ -144,7 +169,12 @@ export class McpUpstream implements Upstream {
   }
 
   async #connect(): Promise<Client> {
-    const client = new Client(CLIENT_INFO, { capabilities: {} });
+    const client = new Client(CLIENT_INFO, {
+      capabilities: {},
+      versionNegotiation: { mode: "auto" },
+      // An input_required of the upstream has nobody to answer it here: it fails the call.
+      inputRequired: { autoFulfill: false },
+    });
     const transport = this.#transport();
     client.onclose = () => {
       if (this.#client === client) this.#client = null;
@@ -157,7 +187,10 @@ export class McpUpstream implements Upstream {
       throw new Error("the upstream is closed");
     }
     this.#client = client;
-    this.#log.info({ server: client.getServerVersion()?.name }, "MCP upstream connected");
+    this.#log.info(
+      { server: client.getServerVersion()?.name, protocolVersion: client.getNegotiatedProtocolVersion() },
+      "MCP upstream connected",
+    );
     return client;
   }
 

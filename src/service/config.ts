@@ -9,6 +9,7 @@ import path from "node:path";
 import { Command } from "commander";
 import { z } from "zod";
 import { issueLines } from "../contract/v1/issues.js";
+import { TelemetryEnvSchema } from "../telemetry/config.js";
 import { VERSION } from "../version.js";
 import { describeSmtp, type SmtpConfig, SmtpEnvSchema, smtpFromEnv } from "./notify/smtp.js";
 import { type OidcConfig, OidcEnvSchema, oidcFromEnv } from "./oidc/settings.js";
@@ -47,6 +48,8 @@ const EnvSchema = z.object({
   ...SmtpEnvSchema.shape,
   ...OidcEnvSchema.shape,
 });
+/** With the OTEL_* variables, checked with the rest before any dev secret is written (issue 29). */
+const StartupEnvSchema = EnvSchema.extend(TelemetryEnvSchema.shape);
 
 /** Validated service configuration. `masterKey` and `adminToken` are secrets. */
 export interface ServiceConfig {
@@ -140,7 +143,7 @@ export async function loadConfig(argv: string[], env: NodeJS.ProcessEnv): Promis
     .configureOutput({ writeErr: (s) => process.stderr.write(s) });
   program.parse(argv, { from: "user" });
   const flags = program.opts<{ port?: string; host?: string; dataDir?: string; logLevel?: string }>();
-  const parsed = EnvSchema.safeParse({
+  const parsed = StartupEnvSchema.safeParse({
     ...env,
     ...(flags.port !== undefined && { PORT: flags.port }),
     ...(flags.host !== undefined && { HOST: flags.host }),

@@ -18,6 +18,11 @@ import { createRequire } from "node:module";
 import os from "node:os";
 import path from "node:path";
 import * as grpc from "@grpc/grpc-js";
+import {
+  Client as ModernClient,
+  StreamableHTTPClientTransport as ModernTransport,
+  TRACEPARENT_META_KEY,
+} from "@modelcontextprotocol/client";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -581,6 +586,41 @@ service:
         "tollgate.upstream.type": "mcp",
       });
       expect(JSON.stringify(spans)).not.toContain("wrote notes");
+    } finally {
+      await client.close();
+    }
+  });
+
+  it("a modern-era (2026-07-28) tools/call continues the trace of its _meta traceparent", async () => {
+    const client = new ModernClient(
+      { name: "traced-modern-agent", version: "1.0.0" },
+      { versionNegotiation: { mode: "auto" } },
+    );
+    await client.connect(new ModernTransport(new URL(traced.mcpUrl)));
+    try {
+      expect(client.getNegotiatedProtocolVersion()).toBe("2026-07-28");
+      const agent = agentSpan();
+      const result = await client.callTool({
+        name: "read_graph",
+        arguments: {},
+        _meta: { [TRACEPARENT_META_KEY]: agent.traceparent },
+      });
+      expect(result.isError).toBeFalsy();
+      const spans = await waitFor("the modern MCP trace", null, () => {
+        const s = spansOf(agent.traceId);
+        return s.some((x) => x.name === "tools/call read_graph") &&
+          s.some((x) => x.name === "tollgate.forward")
+          ? s
+          : null;
+      });
+      const server = spans.find((s) => s.name === "tools/call read_graph")!;
+      expect(server.parentSpanId).toBe(agent.spanId);
+      expect(server.attributes).toMatchObject({
+        "mcp.method.name": "tools/call",
+        "mcp.protocol.version": "2026-07-28",
+        "gen_ai.tool.name": "read_graph",
+      });
+      expect(server.attributes["mcp.session.id"]).toBeUndefined(); // stateless: no session
     } finally {
       await client.close();
     }

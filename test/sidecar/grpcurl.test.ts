@@ -144,5 +144,14 @@ describe("grpcurl against the sidecar, by reflection alone", () => {
     expect(r.code).not.toBe(0);
     expect(`${r.out}${r.err}`).toMatch(/Code: PermissionDenied/);
     expect(`${r.out}${r.err}`).toMatch(/tollgate-error-code: ACTION_DENIED/);
+    // The google.rpc.ErrorInfo in grpc-status-details-bin, decoded through reflection alone.
+    expect(r.err).toMatch(/"@type": "type\.googleapis\.com\/google\.rpc\.ErrorInfo"/);
+    expect(r.err).toMatch(/"reason": "ACTION_DENIED"/);
+    expect(r.err).toMatch(/"domain": "tollgate\.dev"/);
+  });
+
+  it("describes google.rpc.ErrorInfo (google/rpc/error_details.proto)", async () => {
+    expect(await ok(s.sidecar.grpcAddress, "describe", "google.rpc.ErrorInfo")).toContain("is a message");
+    expect(await ok(s.sidecar.grpcAddress, "describe", "google.rpc.BadRequest")).toContain("is a message");
   });
 });

@@ -9,7 +9,8 @@
  * well-known types are split back into their own files (`google/protobuf/struct.proto`, ...),
  * and every file lists the files its fields and methods refer to. The health service
  * (grpc.health.v1.Health) and the reflection service itself are reflected too, as a Go or C++
- * server does.
+ * server does, and so are google/rpc/status.proto and google/rpc/error_details.proto, so that a
+ * client decodes the ErrorInfo and BadRequest of `grpc-status-details-bin` (wire/status-details.ts).
  */
 import { createRequire } from "node:module";
 import path from "node:path";
@@ -25,7 +26,10 @@ const PACKAGE_FILES: Record<string, string> = {
   "tollgate.v1": GATEWAY_PROTO,
   "grpc.health.v1": "grpc/health/v1/health.proto",
   "grpc.reflection.v1": "grpc/reflection/v1/reflection.proto",
+  // Every google.rpc type but Status (RPC_STATUS_FILE) is in error_details.proto.
+  "google.rpc": "google/rpc/error_details.proto",
 };
+const RPC_STATUS_FILE = "google/rpc/status.proto";
 
 /** The file of each well-known type, as protoc and every reflection client name them. */
 const WELL_KNOWN_FILES: Record<string, string> = {
@@ -77,11 +81,17 @@ function canonicalFiles(merged: FileProto[]): Map<string, FileProto> {
     const place = (typeName: string) =>
       pkg === "google.protobuf"
         ? (WELL_KNOWN_FILES[typeName] ?? "google/protobuf/other.proto")
-        : (PACKAGE_FILES[pkg] ?? `${pkg.replace(/\./g, "/")}.proto`);
+        : pkg === "google.rpc" && typeName === "Status"
+          ? RPC_STATUS_FILE
+          : (PACKAGE_FILES[pkg] ?? `${pkg.replace(/\./g, "/")}.proto`);
+    // Several definitions carry the same well-known types: each is placed once.
+    const add = <T extends { name?: string | null }>(list: T[], item: T) => {
+      if (!list.some((x) => x.name === item.name)) list.push(item);
+    };
     for (const m of file.messageType ?? [])
-      fileFor(place(m.name ?? ""), pkg, file.syntax).messageType!.push(m);
-    for (const e of file.enumType ?? []) fileFor(place(e.name ?? ""), pkg, file.syntax).enumType!.push(e);
-    for (const s of file.service ?? []) fileFor(place(s.name ?? ""), pkg, file.syntax).service!.push(s);
+      add(fileFor(place(m.name ?? ""), pkg, file.syntax).messageType!, m);
+    for (const e of file.enumType ?? []) add(fileFor(place(e.name ?? ""), pkg, file.syntax).enumType!, e);
+    for (const s of file.service ?? []) add(fileFor(place(s.name ?? ""), pkg, file.syntax).service!, s);
   }
   return files;
 }
@@ -159,8 +169,8 @@ function linkDependencies(files: Map<string, FileProto>): void {
 }
 
 /**
- * The reflection service for ToolGateway, grpc.health.v1.Health and grpc.reflection.v1, with
- * canonical file names and dependencies. Add it to the server with `addToServer`.
+ * The reflection service for ToolGateway, grpc.health.v1.Health, grpc.reflection.v1 and the
+ * google.rpc error model, with canonical file names and dependencies. Add it to the server with `addToServer`.
  */
 export function createReflectionService(): ReflectionService {
   const health = protoLoader.loadSync(
@@ -171,16 +181,23 @@ export function createReflectionService(): ReflectionService {
     packagedProto("@grpc/reflection", "build/proto/grpc/reflection/v1/reflection.proto"),
     LOADER_OPTIONS,
   );
-  const merged = new Map<string, FileProto>();
-  for (const definition of [loadGateway().definition, health, reflection]) {
+  const rpc = protoLoader.loadSync(
+    ["google/rpc/status.proto", "google/rpc/error_details.proto"],
+    LOADER_OPTIONS,
+  );
+  // Each definition's per-package files (the same google_protobuf.proto may differ between them).
+  const merged: FileProto[] = [];
+  for (const definition of [loadGateway().definition, health, reflection, rpc]) {
+    const byName = new Map<string, FileProto>();
     for (const entry of Object.values(definition)) {
       for (const bytes of (entry as { fileDescriptorProtos?: Buffer[] }).fileDescriptorProtos ?? []) {
         const file = descriptor.FileDescriptorProto.decode(bytes) as unknown as FileProto;
-        if (file.name && !merged.has(file.name)) merged.set(file.name, file);
+        if (file.name && !byName.has(file.name)) byName.set(file.name, file);
       }
     }
+    merged.push(...byName.values());
   }
-  const files = canonicalFiles([...merged.values()]);
+  const files = canonicalFiles(merged);
   for (const f of files.values())
     for (const m of f.messageType ?? []) repairMessage(m, f.package === "google.protobuf");
   linkDependencies(files);

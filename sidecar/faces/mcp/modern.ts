@@ -26,6 +26,8 @@ import { ErrorCode, GatewayError } from "../../wire/errors.js";
 import { refusal } from "./calls.js";
 import { header, sendJson } from "./http.js";
 import type { ModernCallResult, ModernCalls } from "./modern-calls.js";
+import { ProgressStream, progressTokenOf } from "./modern-progress.js";
+import type { OperationMetrics } from "./operation-metrics.js";
 import type { ToolCatalog } from "./tools.js";
 
 /** The modern revisions the face speaks, newest first. */
@@ -115,6 +117,10 @@ export interface ModernFaceOptions {
   calls: ModernCalls;
   serverInfo: { name: string; version: string };
   log: Logger;
+  /** mcp.server.operation.duration of each request (operation-metrics.ts). */
+  operations?: OperationMetrics;
+  /** ms between notifications/progress of a held request with a progressToken (modern-progress.ts). */
+  progressIntervalMs: number;
 }
 
 /** See the module comment. */
@@ -149,12 +155,19 @@ export class ModernFace {
       if (!res.writableEnded)
         gone.abort(new GatewayError(ErrorCode.CANCELLED, "the MCP client closed the connection"));
     });
+    const done = this.#o.operations?.start({
+      method: message.method,
+      protocolVersion: envelope?.[PROTOCOL_VERSION_KEY] ?? header(req, "mcp-protocol-version"),
+      tool: typeof message.params?.name === "string" ? message.params.name : undefined,
+    });
+    const progress = new ProgressStream(res, progressTokenOf(message.params), this.#o.progressIntervalMs);
     const answer = await this.#dispatch(req, message, envelope, gone.signal).catch((err: unknown) => {
       // The upstream's tools/list failed, or worse: in-band, as the SDKs answer a failed handler.
       this.#o.log.error({ err, method: message.method }, "a modern MCP request failed");
       return { error: { code: -32603, message: "Internal error" } };
     });
-    sendJson(res, 200, { jsonrpc: "2.0", id: message.id, ...answer });
+    done?.(answer);
+    progress.finish({ jsonrpc: "2.0", id: message.id, ...answer });
   }
 
   async #dispatch(

@@ -57,6 +57,7 @@ import { GovernedCalls, refusal } from "./calls.js";
 import { header, jsonRpcError, readBody } from "./http.js";
 import { isModernRequest, ModernFace } from "./modern.js";
 import { ModernCalls } from "./modern-calls.js";
+import { OperationMetrics } from "./operation-metrics.js";
 import { originAllowed } from "./origin.js";
 import { RequestStates, stateKey } from "./request-state.js";
 import {
@@ -114,6 +115,7 @@ export class McpFace {
   readonly #modern: ModernFace;
   readonly #tasks = new GovernedTaskStore();
   readonly #running = new Map<string, RunningTask>();
+  readonly #operations: OperationMetrics;
   readonly #sweeper: NodeJS.Timeout;
   #closing = false;
 
@@ -128,6 +130,7 @@ export class McpFace {
       ...options,
     };
     this.#tools = new ToolCatalog(options.upstream);
+    this.#operations = new OperationMetrics(options.metrics);
     this.#calls = new GovernedCalls({
       governor: options.governor,
       agentName: options.agentName,
@@ -147,6 +150,8 @@ export class McpFace {
       calls: this.#modernCalls,
       serverInfo: SERVER_INFO,
       log: options.log,
+      operations: this.#operations,
+      progressIntervalMs: this.#o.progressIntervalMs,
     });
     this.#tasks.onCancel = (taskId) => void this.#cancelTask(taskId);
     if (options.metrics) options.metrics.sources.mcpSessions = () => this.#sessions.size;
@@ -248,65 +253,76 @@ export class McpFace {
       if (id) this.#sessions.delete(id);
       void this.#calls.completeChain(session, null);
     };
-    server.setRequestHandler(ListToolsRequestSchema, async (req, extra) => {
-      const params = ListParamsSchema.safeParse(req.params);
-      // tools/list is answered in one page: no cursor was ever handed out, so none is valid.
-      if (!params.success || params.data?.cursor !== undefined)
-        throw new McpError(JsonRpcErrorCode.InvalidParams, "Invalid cursor");
-      const tools = await this.#tools.list(extra.signal);
-      return { tools: tools.map((t) => ({ ...t, execution: { ...t.execution, taskSupport: "optional" } })) };
-    });
+    server.setRequestHandler(
+      ListToolsRequestSchema,
+      this.#timed(async (req, extra) => {
+        const params = ListParamsSchema.safeParse(req.params);
+        // tools/list is answered in one page: no cursor was ever handed out, so none is valid.
+        if (!params.success || params.data?.cursor !== undefined)
+          throw new McpError(JsonRpcErrorCode.InvalidParams, "Invalid cursor");
+        const tools = await this.#tools.list(extra.signal);
+        return {
+          tools: tools.map((t) => ({
+            ...t,
+            execution: { ...t.execution, taskSupport: "optional" as const },
+          })),
+        };
+      }),
+    );
     // Each tools/call is a span, a child of the client's params._meta.traceparent (tracing.ts).
-    server.setRequestHandler(CallToolRequestSchema, (req, extra) =>
-      mcpServerSpan(
-        req.params.name,
-        req.params._meta,
-        {
-          sessionId: extra.sessionId,
-          protocolVersion: headerValue(extra.requestInfo?.headers?.["mcp-protocol-version"]),
-          requestId: extra.requestId,
-        },
-        async () => {
-          const { name, arguments: args = {}, task } = req.params;
-          const tool = await this.#tools.find(name, extra.signal);
-          if (!tool) throw new McpError(JsonRpcErrorCode.InvalidParams, `Unknown tool: ${name}`);
-          const checked = this.#tools.check(tool, args);
-          if (!checked.valid) {
-            this.#o.governor.countInvalid("mcp");
-            return refusal(
-              new GatewayError(
-                ErrorCode.INVALID_ARGUMENT,
-                `arguments do not match the tool's inputSchema: ${checked.message}`,
+    server.setRequestHandler(
+      CallToolRequestSchema,
+      this.#timed((req, extra) =>
+        mcpServerSpan(
+          req.params.name,
+          req.params._meta,
+          {
+            sessionId: extra.sessionId,
+            protocolVersion: headerValue(extra.requestInfo?.headers?.["mcp-protocol-version"]),
+            requestId: extra.requestId,
+          },
+          async () => {
+            const { name, arguments: args = {}, task } = req.params;
+            const tool = await this.#tools.find(name, extra.signal);
+            if (!tool) throw new McpError(JsonRpcErrorCode.InvalidParams, `Unknown tool: ${name}`);
+            const checked = this.#tools.check(tool, args);
+            if (!checked.valid) {
+              this.#o.governor.countInvalid("mcp");
+              return refusal(
+                new GatewayError(
+                  ErrorCode.INVALID_ARGUMENT,
+                  `arguments do not match the tool's inputSchema: ${checked.message}`,
+                  null,
+                  {
+                    field: "arguments",
+                  },
+                ),
                 null,
-                {
-                  field: "arguments",
-                },
-              ),
-              null,
-            );
-          }
-          if (task) return this.#startTask(session, name, args, task.ttl ?? null, extra);
-          // The same call waiting in another session's chain (a client that opened a new session
-          // to retry): re-attach to it there.
-          const owner = this.#waitingOwner(session, name, args) ?? session;
-          session.active++;
-          if (owner !== session) owner.active++;
-          try {
-            return await executeToolSpan(name, String(extra.requestId), () =>
-              this.#calls.call(
-                owner,
-                name,
-                args,
-                extra.signal,
-                requestWaitReporter(session, extra, this.#o.progressIntervalMs, this.#o.log),
-              ),
-            );
-          } finally {
-            session.active--;
-            if (owner !== session) owner.active--;
-            session.lastSeen = owner.lastSeen = Date.now();
-          }
-        },
+              );
+            }
+            if (task) return this.#startTask(session, name, args, task.ttl ?? null, extra);
+            // The same call waiting in another session's chain (a client that opened a new session
+            // to retry): re-attach to it there.
+            const owner = this.#waitingOwner(session, name, args) ?? session;
+            session.active++;
+            if (owner !== session) owner.active++;
+            try {
+              return await executeToolSpan(name, String(extra.requestId), () =>
+                this.#calls.call(
+                  owner,
+                  name,
+                  args,
+                  extra.signal,
+                  requestWaitReporter(session, extra, this.#o.progressIntervalMs, this.#o.log),
+                ),
+              );
+            } finally {
+              session.active--;
+              if (owner !== session) owner.active--;
+              session.lastSeen = owner.lastSeen = Date.now();
+            }
+          },
+        ),
       ),
     );
     return session;
@@ -324,6 +340,24 @@ export class McpFace {
     const input = this.#calls.inputOf(session.openedChainId ?? "", tool, args);
     const chainId = this.#o.governor.chainHolding(byChain.keys(), input);
     return chainId ? byChain.get(chainId)! : null;
+  }
+
+  /**
+   * A request handler of the legacy Server, timed as mcp.server.operation.duration
+   * (operation-metrics.ts): the request's method, `MCP-Protocol-Version` header and tool name.
+   */
+  #timed<R extends { method: string; params?: object }, T>(
+    handler: (req: R, extra: Extra) => Promise<T>,
+  ): (req: R, extra: Extra) => Promise<T> {
+    return (req, extra) =>
+      this.#operations.around(
+        {
+          method: req.method,
+          protocolVersion: headerValue(extra.requestInfo?.headers?.["mcp-protocol-version"]),
+          tool: (req.params as { name?: string } | undefined)?.name,
+        },
+        () => handler(req, extra),
+      );
   }
 
   /** Creates a task for a task-augmented tools/call and runs the governed call behind it. */

@@ -4,10 +4,9 @@
  * validator) so that arguments are checked before a call is governed.
  */
 
-import type { Tool } from "@modelcontextprotocol/sdk/types.js";
 import { AjvJsonSchemaValidator } from "@modelcontextprotocol/sdk/validation/ajv";
 import type { JsonSchemaType, JsonSchemaValidator } from "@modelcontextprotocol/sdk/validation/types.js";
-import type { McpUpstream } from "../../upstreams/mcp.js";
+import type { McpUpstream, McpTool as Tool } from "../../upstreams/mcp.js";
 
 /** How long a tools/list answer is reused, in ms. */
 const DEFAULT_TTL_MS = 30_000;
