@@ -162,9 +162,9 @@ describe.each(["streamable_http", "stdio"] as const)("a modern MCP upstream over
     );
   });
 
-  it.runIf(transport === "streamable_http")(
-    "on HTTP: discovered, never initialized; every tools/call carries Mcp-Method, Mcp-Name and the envelope",
-    () => {
+  // HTTP only (headers exist there): registered for that transport only, never reported skipped.
+  if (transport === "streamable_http")
+    it("on HTTP: discovered, never initialized; every tools/call carries Mcp-Method, Mcp-Name and the envelope", () => {
       const seen = upstream!.seen.filter((r) => r.httpMethod === "POST");
       const methods = seen.map((r) => r.body?.method);
       expect(methods[0]).toBe("server/discover");
@@ -183,6 +183,5 @@ describe.each(["streamable_http", "stdio"] as const)("a modern MCP upstream over
       const lists = seen.filter((r) => r.body?.method === "tools/list");
       expect(lists.length).toBeGreaterThan(0);
       for (const l of lists) expect(l.headers["mcp-method"]).toBe("tools/list");
-    },
-  );
+    });
 });
