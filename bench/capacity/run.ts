@@ -13,10 +13,12 @@
  *   call is preceded by a decision without recording, POST .../actions/evaluate) and report its
  *   outcome (POST /v1/outcomes); every CALLS_PER_CHAIN calls the agent completes its chain (the
  *   service builds, signs and appends the receipt) and opens a new one. Agents spread over
- *   RAMP_ORGS organizations. The number of agents doubles per step (--agents) until a step misses
- *   the SLO: decision p99 (intended start → decision answer) ≤ --slo-ms, no failed call, and the
- *   achieved rate ≥ 95% of the intended one. The knee is the last step that met it: agents,
- *   calls/s, and the CPU time per call of the service and of PostgreSQL (/proc, over the step).
+ *   RAMP_ORGS organizations. After WARMUP_SECONDS of unmeasured load, the number of agents
+ *   doubles per step (--agents) until a step is saturated: a failed call, an achieved rate below
+ *   95% of the intended one, or a decision p99 over SATURATED_P99_MS. Two knees: the SLO knee,
+ *   the last step before the first with decision p99 (intended start → decision answer) over
+ *   --slo-ms; the throughput knee, the last step not saturated. Each with agents, calls/s, and
+ *   the CPU time per call of the service and of PostgreSQL (/proc, over the step).
  * - chain: one organization's receipt log grown to each --lengths mark (by --writers concurrent
  *   writers completing empty chains); at each mark, sequentially: receipt append (complete a
  *   one-action chain: the time of POST .../complete, which holds the organization's receipt-log
@@ -88,6 +90,10 @@ const RAMP_ORGS = 4;
 const APPEND_SAMPLES = quick ? 10 : 200;
 const VERIFY_SAMPLES = quick ? 10 : 200;
 const EXPORT_PAGE = 1000;
+/** Unmeasured load at the first step's rate before the ramp (JIT, pools, caches). */
+const WARMUP_SECONDS = quick ? 1 : 20;
+/** A step whose decision p99 is beyond this is saturated (the ramp stops), whatever the SLO. */
+const SATURATED_P99_MS = 1000;
 /** Calls in flight beyond this many seconds of a step's load fail at once (an overload). */
 const MAX_BACKLOG_SECONDS = 5;
 const ACTIONS = [
@@ -146,7 +152,10 @@ interface Step {
   firstError: string | null;
   cpuPerCallUs: { service: number; postgres: number; loadClient: number };
   loadAverage: number;
+  /** Within the SLO and not saturated. */
   met: boolean;
+  /** A failed call, an achieved rate below 95% of the intended one, or a decision p99 over SATURATED_P99_MS: the ramp stops. */
+  saturated: boolean;
 }
 
 /** One chain-length mark's readings. */
@@ -191,8 +200,11 @@ async function main() {
     if (parts.has("ramp")) {
       const steps = await ramp(svc, http, servicePid, pgCpu);
       extra.steps = steps;
-      const knee = steps.filter((s) => s.met).at(-1);
-      const first = steps.find((s) => !s.met);
+      // The SLO knee: the last step within the SLO before the first one over it.
+      const firstOver = steps.findIndex((s) => !s.met);
+      const knee = (firstOver === -1 ? steps : steps.slice(0, firstOver)).at(-1);
+      const first = steps[firstOver];
+      const unsaturated = steps.filter((s) => !s.saturated).at(-1);
       if (knee) {
         rows.push(
           infoRow(
@@ -211,6 +223,22 @@ async function main() {
         rows.push(
           infoRow("capacity", `first step over the SLO: ${first.agents} agents, decision p99`, "ms", [
             first.decision.p99,
+          ]),
+        );
+      if (unsaturated)
+        rows.push(
+          infoRow(
+            "capacity",
+            `throughput knee: last step not saturated, ${unsaturated.agents} agents`,
+            "calls/s",
+            [unsaturated.achievedRate],
+          ),
+          infoRow("capacity", "throughput knee: decision p99", "ms", [unsaturated.decision.p99]),
+          infoRow("capacity", "throughput knee: service CPU per governed call", "µs", [
+            unsaturated.cpuPerCallUs.service,
+          ]),
+          infoRow("capacity", "throughput knee: PostgreSQL CPU per governed call", "µs", [
+            unsaturated.cpuPerCallUs.postgres,
           ]),
         );
     }
@@ -302,7 +330,9 @@ async function ramp(
   }
   const agents: Agent[] = [];
   const steps: Step[] = [];
-  for (const n of agentSteps) {
+  // A warm-up at the first step's load (JIT, pools, caches), then the steps.
+  for (const [index, n] of [agentSteps[0]!, ...agentSteps].entries()) {
+    const warmUp = index === 0;
     // New agents open their chains off the clock.
     while (agents.length < n) {
       const i = agents.length;
@@ -349,7 +379,7 @@ async function ramp(
     const t0 = performance.now();
     const r = await runAtRate({
       rate,
-      count: Math.round(rate * stepSeconds),
+      count: Math.round(rate * (warmUp ? WARMUP_SECONDS : stepSeconds)),
       call: (i) => {
         const agent = agents[i % n]!;
         const intended = t0 + (i * 1000) / rate;
@@ -371,7 +401,13 @@ async function ramp(
     };
     const d = percentilesMs(decision);
     const c = percentilesMs(completion);
-    const met = r.errors === 0 && d.p99 <= sloMs && r.achievedRate >= 0.95 * rate;
+    await Promise.all(agents.map((a) => a.tail));
+    if (warmUp) {
+      progress(`  ramp warm-up: ${n} agents for ${WARMUP_SECONDS} s, ${r.errors} errors`);
+      continue;
+    }
+    const saturated = r.errors > 0 || r.achievedRate < 0.95 * rate || d.p99 > SATURATED_P99_MS;
+    const met = !saturated && d.p99 <= sloMs;
     const step: Step = {
       agents: n,
       rate,
@@ -384,13 +420,13 @@ async function ramp(
       cpuPerCallUs,
       loadAverage: os.loadavg()[0]!,
       met,
+      saturated,
     };
     steps.push(step);
     progress(
-      `  ramp ${n} agents, ${rate} calls/s: achieved ${r.achievedRate.toFixed(1)}/s, decision p50 ${d.p50.toFixed(1)} ms p99 ${d.p99.toFixed(1)} ms, complete p99 ${c.p99.toFixed(1)} ms, ${r.errors} errors${step.firstError ? ` (${step.firstError})` : ""}, CPU per call service ${cpuPerCallUs.service.toFixed(0)} µs PostgreSQL ${cpuPerCallUs.postgres.toFixed(0)} µs client ${cpuPerCallUs.loadClient.toFixed(0)} µs; load average ${step.loadAverage.toFixed(1)}${met ? "" : " — over the SLO"}`,
+      `  ramp ${n} agents, ${rate} calls/s: achieved ${r.achievedRate.toFixed(1)}/s, decision p50 ${d.p50.toFixed(1)} ms p99 ${d.p99.toFixed(1)} ms, complete p99 ${c.p99.toFixed(1)} ms, ${r.errors} errors${step.firstError ? ` (${step.firstError})` : ""}, CPU per call service ${cpuPerCallUs.service.toFixed(0)} µs PostgreSQL ${cpuPerCallUs.postgres.toFixed(0)} µs client ${cpuPerCallUs.loadClient.toFixed(0)} µs; load average ${step.loadAverage.toFixed(1)}${saturated ? " — saturated" : met ? "" : " — over the SLO"}`,
     );
-    await Promise.all(agents.map((a) => a.tail));
-    if (!met) break;
+    if (saturated) break;
   }
   return steps;
 }
