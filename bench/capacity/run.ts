@@ -76,6 +76,8 @@ const list = (flag: string, given: string | undefined, full: string, small: stri
 const num = (flag: string, given: string | undefined, full: string, small: string) =>
   list(flag, given, full, small)[0]!;
 const parts = new Set(args.parts!.split(","));
+for (const part of parts)
+  if (!["ramp", "chain", "spread"].includes(part)) throw new RangeError(`--parts: unknown part ${part}`);
 const agentSteps = list("agents", args.agents, "8,16,32,64,128,256,512,1024", "2,4");
 const agentRate = num("agent-rate", args["agent-rate"], "1", "1");
 const stepSeconds = num("step-seconds", args["step-seconds"], "20", "3");
