@@ -116,3 +116,33 @@ export function machineIdle(): () => number {
     return total > 0 ? ((d[3] ?? 0) + (d[4] ?? 0)) / total : 0;
   };
 }
+
+/**
+ * CPU time (µs) of one PostgreSQL cluster: its postmaster (the `postgres` process started with
+ * `-p <port>`), the backends it has waited for, and its live children. Unlike postgresCpuUs it
+ * leaves out other clusters on a shared machine.
+ * @throws Error when no postmaster listens on `port`.
+ */
+export function clusterCpuUs(port: number): number {
+  let postmaster: number | null = null;
+  const children: number[] = [];
+  const stats = new Map<number, string[]>();
+  for (const entry of readdirSync("/proc")) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const stat = readFileSync(`/proc/${entry}/stat`, "utf8");
+      if (!stat.includes("(postgres)")) continue;
+      stats.set(Number(entry), statFields(stat));
+      const argv = readFileSync(`/proc/${entry}/cmdline`, "utf8").split("\0");
+      if (argv[argv.indexOf("-p") + 1] === String(port) && argv.includes("-D")) postmaster ??= Number(entry);
+    } catch {
+      // exited meanwhile
+    }
+  }
+  if (postmaster === null) throw new Error(`no PostgreSQL postmaster on port ${port}`);
+  for (const [pid, f] of stats) if (Number(f[1]) === postmaster) children.push(pid);
+  const pm = stats.get(postmaster)!;
+  let totalUs = ticksUs(pm[11], pm[12], pm[13], pm[14]);
+  for (const pid of children) totalUs += ticksUs(stats.get(pid)![11], stats.get(pid)![12]);
+  return totalUs;
+}

@@ -33,10 +33,13 @@
  * windows in the same file.
  *
  *   npx tsx bench/soak/run.ts [--minutes 30] [--rate 200] [--window-minutes 5]
- *     [--warmup-minutes 5] [--agents 16] [--sample-seconds 10] [--node-args="..."] [--quick]
+ *     [--warmup-minutes 5] [--agents 16] [--sample-seconds 10] [--node-args="..."]
+ *     [--service-node-options="..."] [--quick]
  *
  * --node-args: more Node flags for both processes, e.g. "--heapsnapshot-signal=SIGUSR2" to take
  * heap snapshots (kill -USR2 <pid>) and compare them when a slope is beyond its target.
+ * --service-node-options: the service's NODE_OPTIONS (default SERVICE_NODE_OPTIONS, the chart's
+ * service.nodeOptions); "" runs it without, to compare V8 flags by measurement.
  * --quick: the small correctness run the tests use (1 minute at 50 calls/s, 30-second windows,
  * 30 s warm-up for the slope, samples every 2 s); flags given explicitly still win.
  */
@@ -54,6 +57,7 @@ import { benchOrg, buildBundles, startDatabase, startServiceProcess, teardown } 
 import { cpuSeconds, rssBytes } from "../lib/proc.js";
 import { runAtRate } from "../lib/rate.js";
 import { progress, report } from "../lib/report.js";
+import { SERVICE_NODE_OPTIONS } from "../lib/service-flags.js";
 import { startEchoUpstream, startSidecarProcess } from "../lib/sidecar-process.js";
 import { infoRow, percentilesMs, type ResultRow } from "../lib/stats.js";
 
@@ -66,6 +70,7 @@ const { values: args } = parseArgs({
     agents: { type: "string" },
     "sample-seconds": { type: "string" },
     "node-args": { type: "string", default: "" },
+    "service-node-options": { type: "string", default: SERVICE_NODE_OPTIONS },
     quick: { type: "boolean", default: false },
   },
 });
@@ -161,9 +166,12 @@ async function main() {
     stops.push(() => cluster.stop());
     const upstream = await startEchoUpstream();
     stops.push(() => upstream.close());
-    const svc = await startServiceProcess(cluster.urlOf("soak"), { NODE_ENV: "production" }, nodeArgs, [
-      path.join(build, "service.js"),
-    ]);
+    const svc = await startServiceProcess(
+      cluster.urlOf("soak"),
+      { NODE_ENV: "production", NODE_OPTIONS: args["service-node-options"]! },
+      nodeArgs,
+      [path.join(build, "service.js")],
+    );
     stops.push(() => svc.stop());
     const sidecar = await startSidecarProcess({
       serviceUrl: svc.url,
@@ -394,6 +402,7 @@ async function main() {
       window_minutes: windowMinutes,
       warmup_minutes: warmupMinutes,
       agents,
+      service_node_options: args["service-node-options"],
       calls_per_chain: CALLS_PER_CHAIN,
       sample_seconds: sampleSeconds,
       load_average_1m_at_end: os.loadavg()[0],

@@ -229,6 +229,8 @@ describe("charts/tollgate", () => {
       { apiGroups: [""], resources: ["namespaces"], verbs: ["get"] },
     ]);
     expect(env(c, "TOLLGATE_WORKLOAD_IDENTITY").value).toBe("on");
+    // The service's V8 flags bound its young generation (values.yaml service.nodeOptions).
+    expect(env(c, "NODE_OPTIONS").value).toMatch(/^--max-semi-space-size=\d+$/);
 
     const pdb = find(objs, "PodDisruptionBudget", FULL);
     expect(pdb.spec.selector.matchLabels).toEqual(svc.spec.selector.matchLabels);
@@ -657,6 +659,9 @@ describe("charts/tollgate", () => {
     const typo = await helm(["template", RELEASE, chart, "--set", "service.replica=2"]);
     expect(typo.code).not.toBe(0);
     expect(typo.stderr).toMatch(/replica/);
+    const badFlags = await helm(["template", RELEASE, chart, "--set", "service.nodeOptions=max-old-space"]);
+    expect(badFlags.code).not.toBe(0);
+    expect(badFlags.stderr).toMatch(/nodeOptions/);
     const badLog = await helm(["template", RELEASE, chart, "--set", "service.logLevel=verbose"]);
     expect(badLog.code).not.toBe(0);
     expect(badLog.stderr).toMatch(/logLevel/);

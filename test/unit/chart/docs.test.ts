@@ -49,6 +49,7 @@ describe("charts/tollgate/README.md values table", () => {
       "sidecar.image.pullPolicy",
       "sidecar.resources",
       "sidecar.nodeOptions",
+      "service.nodeOptions",
       "sidecar.ports.grpc",
       "sidecar.ports.http",
       "sidecar.ports.metrics",
