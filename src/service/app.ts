@@ -44,6 +44,7 @@ import {
 import { verificationRoutes } from "./receipts/routes.js";
 import { SigningKeys } from "./receipts/signing-keys.js";
 import { replayRoutes } from "./replay/routes.js";
+import { serviceReplayDecider } from "./replay/worker-pool.js";
 import { deriveKey } from "./secrets.js";
 import { registerRequestTracing } from "./tracing.js";
 
@@ -219,7 +220,9 @@ export async function buildService(opts: ServiceOptions): Promise<Service> {
   await app.register(adminRoutes, { db, clock, configs, apiKeys });
   await app.register(keyRoutes, { db, clock, signingKeys, receiptHmacKeys: ctx.receiptHmacKeys });
   await app.register(outcomeRoutes, { db });
-  await app.register(replayRoutes, { db });
+  const replayDecider = serviceReplayDecider();
+  app.addHook("onClose", () => replayDecider.close());
+  await app.register(replayRoutes, { db, decider: replayDecider });
   await app.register(verificationRoutes, {
     db,
     clock,
