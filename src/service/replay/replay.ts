@@ -393,7 +393,7 @@ export function pageToDecide(rows: readonly ReplayRow[]): PageToDecide {
  * max_events). Large pages make few round trips; a page's rows are held in memory while it is
  * decided (at most max_events events).
  */
-const CHAIN_PAGE = 1000;
+export const CHAIN_PAGE = 1000;
 
 const FIRST_CHAIN_ID = "00000000-0000-0000-0000-000000000000";
 

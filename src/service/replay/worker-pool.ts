@@ -119,6 +119,11 @@ export class WorkerDecider implements ReplayDecider {
   }
 }
 
-/** The decider a service uses: a worker thread when the machine has a second core, else inline. */
-export const serviceReplayDecider = (): ReplayDecider & { close(): Promise<void> } =>
-  availableParallelism() > 1 ? new WorkerDecider() : { ...inlineDecider, close: async () => {} };
+/**
+ * The decider a service uses (TOLLGATE_REPLAY_WORKER): "auto" a worker thread when the machine
+ * has a second core, else inline; "off" inline.
+ */
+export const serviceReplayDecider = (mode: "auto" | "off"): ReplayDecider & { close(): Promise<void> } =>
+  mode === "auto" && availableParallelism() > 1
+    ? new WorkerDecider()
+    : { ...inlineDecider, close: async () => {} };
