@@ -13,7 +13,7 @@
  */
 import { mkdtempSync, writeFileSync } from "node:fs";
 import { type AddressInfo, createServer } from "node:net";
-import os from "node:os";
+import os, { availableParallelism } from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type Io, main } from "../../src/cli/main.js";
@@ -21,8 +21,9 @@ import { type ReplayRequest, ReplayRequestSchema } from "../../src/contract/v1/r
 import { type EvaluationInput, evaluate } from "../../src/policy/engine.js";
 import { mergePolicyConfig } from "../../src/policy/merge.js";
 import { type ChainActionSummary, type PolicyConfig, PolicyConfigSchema } from "../../src/policy/schema.js";
+import { type ConfigError, loadConfig } from "../../src/service/config.js";
 import { inlineDecider, type ReplayDecider, replayPolicy } from "../../src/service/replay/replay.js";
-import { WorkerDecider } from "../../src/service/replay/worker-pool.js";
+import { serviceReplayDecider, WorkerDecider } from "../../src/service/replay/worker-pool.js";
 import { startTestService, type TestService } from "../support/service.js";
 
 const CHAINS = 400;
@@ -450,6 +451,19 @@ describe("POST /v1/policies/replay", () => {
     } finally {
       await worker.close();
     }
+  });
+
+  it("TOLLGATE_REPLAY_WORKER: auto (a worker thread with two cores) by default, off decides inline", async () => {
+    const env = { TOLLGATE_MASTER_KEY: "ab".repeat(32), TOLLGATE_ADMIN_TOKEN: `tga_${"x".repeat(40)}` };
+    expect((await loadConfig([], env)).replayWorker).toBe("auto");
+    expect((await loadConfig([], { ...env, TOLLGATE_REPLAY_WORKER: "off" })).replayWorker).toBe("off");
+    const bad = await loadConfig([], { ...env, TOLLGATE_REPLAY_WORKER: "on" }).catch((e: unknown) => e);
+    expect((bad as ConfigError).issues.join("\n")).toContain("TOLLGATE_REPLAY_WORKER");
+    const auto = serviceReplayDecider("auto");
+    const off = serviceReplayDecider("off");
+    expect(auto instanceof WorkerDecider).toBe(availableParallelism() > 1);
+    expect(off instanceof WorkerDecider).toBe(false);
+    await Promise.all([auto.close(), off.close()]);
   });
 
   it("is for organization admins: a client key gets 403, no credentials 401", async () => {
