@@ -12,9 +12,9 @@
  * service, the machine's idle share and load average — on a shared machine the wall rate follows
  * the CPU the replay got.
  *
- * Two service processes on the same database answer by turns: the service as configured by
- * default (pages decided on a worker thread on a machine with two cores) and one with
- * TOLLGATE_REPLAY_WORKER=off (decided inline); the worker row's ratio is to the inline one of
+ * Two service processes on the same database answer by turns: one with TOLLGATE_REPLAY_WORKER=auto
+ * (pages decided on a worker thread on a machine with two cores) and one with
+ * TOLLGATE_REPLAY_WORKER=off (decided inline, the default); the worker row's ratio is to the inline one of
  * the same run, and the bench fails if their answers differ (duration_ms aside).
  * The floor beside them: the same pages read alone (src/service/replay/store.ts replayPage, its
  * query and pg's parsing of its rows, page after page in one READ ONLY transaction, from this
@@ -145,7 +145,11 @@ const higherInfo = (figure: string, values: number[]): ResultRow => ({
 async function main() {
   progress(`replay: ${recorded} events recorded through the route, ${total} in all, ${repeats} repeats`);
   const cluster = await startDatabase(["tollgate"]);
-  const svc = await startServiceProcess(cluster.urlOf("tollgate"), {}, nodeArgs);
+  const svc = await startServiceProcess(
+    cluster.urlOf("tollgate"),
+    { TOLLGATE_REPLAY_WORKER: "auto" },
+    nodeArgs,
+  );
   const db = new pg.Client({ connectionString: cluster.urlOf("tollgate") });
   try {
     const key = await benchOrg(svc, "bench");

@@ -114,6 +114,7 @@ describe("the production build (npm run build)", () => {
         TOLLGATE_DATA_DIR: dataDir,
         TOLLGATE_ADMIN_TOKEN: adminToken,
         TOLLGATE_MASTER_KEY: randomBytes(32).toString("hex"),
+        TOLLGATE_REPLAY_WORKER: "auto",
       },
       `${serviceUrl}/readyz`,
     );

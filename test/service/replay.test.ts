@@ -425,7 +425,7 @@ describe("POST /v1/policies/replay", () => {
         expect(await answer(over, worker, 37)).toBe(inline);
         expect(await answer(over, inlineDecider, 37)).toBe(inline);
       }
-      // Through the route (the service's own decider: a worker thread on a machine with two cores).
+      // Through the route (the service's own decider: inline by default).
       const routed = await replay({ candidate: CANDIDATE, replace: "base", sample_size: 100 });
       expect(JSON.stringify({ ...routed.json(), duration_ms: 0 })).toBe(await answer({}, inlineDecider));
     } finally {
@@ -453,10 +453,10 @@ describe("POST /v1/policies/replay", () => {
     }
   });
 
-  it("TOLLGATE_REPLAY_WORKER: auto (a worker thread with two cores) by default, off decides inline", async () => {
+  it("TOLLGATE_REPLAY_WORKER: off (inline) by default, auto a worker thread with two cores", async () => {
     const env = { TOLLGATE_MASTER_KEY: "ab".repeat(32), TOLLGATE_ADMIN_TOKEN: `tga_${"x".repeat(40)}` };
-    expect((await loadConfig([], env)).replayWorker).toBe("auto");
-    expect((await loadConfig([], { ...env, TOLLGATE_REPLAY_WORKER: "off" })).replayWorker).toBe("off");
+    expect((await loadConfig([], env)).replayWorker).toBe("off");
+    expect((await loadConfig([], { ...env, TOLLGATE_REPLAY_WORKER: "auto" })).replayWorker).toBe("auto");
     const bad = await loadConfig([], { ...env, TOLLGATE_REPLAY_WORKER: "on" }).catch((e: unknown) => e);
     expect((bad as ConfigError).issues.join("\n")).toContain("TOLLGATE_REPLAY_WORKER");
     const auto = serviceReplayDecider("auto");
