@@ -1,22 +1,36 @@
 /**
- * bench/replay: events replayed per second by POST /v1/policies/replay (issue 28, "Replay before
- * enforce") on real PostgreSQL, the service as its own process. Events are recorded through
- * POST /v1/chains/{id}/actions (`--recorded`, default 20,000 over 40-event chains); to reach
- * `--events` (default 100,000) the recorded chains and their events are then copied in SQL
- * (new chain and event ids, every other column as the route wrote it: the same rows, more of
- * them). The candidate combines three CEL rules (one reading `chain.actions`) and lower financial
- * thresholds with the organization's policy. Figure: events_replayed / duration_ms as the service
- * reports it, the median of `--repeats` replays, and the client's wall time beside it.
- * Target ≥ 50,000 events/s (issue 28), reported, not asserted. Beside it, per replay: the
- * service's CPU time (/proc), as events per CPU-second of the service, and the machine's idle
- * share — on a shared machine the wall rate follows the CPU the replay got.
+ * bench/replay: events replayed per second by POST /v1/admin/organizations/{slug}/policies/replay
+ * (issue 28, "Replay before enforce") on real PostgreSQL, the service as its own process. Events
+ * are recorded through POST /v1/chains/{id}/actions (`--recorded`, default 20,000 over 40-event
+ * chains); to reach `--events` (default 100,000) the recorded chains and their events are then
+ * copied in SQL (new chain and event ids, every other column as the route wrote it: the same
+ * rows, more of them). The candidate combines three CEL rules (one reading `chain.actions`) and
+ * lower financial thresholds with the organization's policy. Figure: events_replayed /
+ * duration_ms as the service reports it, the median of `--repeats` replays, and the client's
+ * wall time beside it. Target ≥ 50,000 events/s (issue 28), reported, not asserted. Beside it,
+ * per replay: the service's CPU time (/proc, all its threads), as events per CPU-second of the
+ * service, the machine's idle share and load average — on a shared machine the wall rate follows
+ * the CPU the replay got.
  *
- * `--profile` runs the service with --cpu-prof into bench/results/profiles/replay/.
+ * Two service processes on the same database answer by turns: one with TOLLGATE_REPLAY_WORKER=auto
+ * (pages decided on a worker thread on a machine with two cores) and one with
+ * TOLLGATE_REPLAY_WORKER=off (decided inline, the default); the worker row's ratio is to the inline one of
+ * the same run, and the bench fails if their answers differ (duration_ms aside).
+ * The floor beside them: the same pages read alone (src/service/replay/store.ts replayPage, its
+ * query and pg's parsing of its rows, page after page in one READ ONLY transaction, from this
+ * process), as events per second — the rate a replay cannot pass while it reads its pages one
+ * after another, whatever deciding costs.
+ *
+ * `--profile` runs the service with --cpu-prof into bench/results/profiles/replay/ (its replay
+ * worker thread writes a profile of its own there).
  *
  *   npx tsx bench/replay/run.ts [--recorded 20000] [--events 100000] [--repeats 3] [--quick] [--profile]
  */
+import { readFileSync } from "node:fs";
 import { parseArgs } from "node:util";
 import pg from "pg";
+import { CHAIN_PAGE } from "../../src/service/replay/replay.js";
+import { RowColumn, replayPage } from "../../src/service/replay/store.js";
 import { api, benchOrg, startDatabase, startServiceProcess } from "../lib/parts.js";
 import { cpuSeconds, machineIdle } from "../lib/proc.js";
 import { progress, report } from "../lib/report.js";
@@ -101,6 +115,26 @@ function actionOf(c: number, i: number) {
   };
 }
 
+/**
+ * Reads every page of the replay of [from, to) as replayPolicy reads them, without deciding:
+ * events read per second (see the module comment).
+ */
+async function readAlone(db: pg.Client, orgId: string, from: Date, to: Date): Promise<number> {
+  const q = { query: (text: never, values?: unknown[]) => db.query(text, values) as never };
+  await db.query("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY");
+  const t0 = performance.now();
+  let events = 0;
+  for (let afterId = "00000000-0000-0000-0000-000000000000"; ; ) {
+    const rows = await replayPage(q, { orgId, from, to, afterId, chains: CHAIN_PAGE, limit: 200_001 });
+    if (rows.length === 0) break;
+    events += rows.length;
+    afterId = rows[rows.length - 1]![RowColumn.chainId] as string;
+  }
+  const secs = (performance.now() - t0) / 1000;
+  await db.query("COMMIT");
+  return events / secs;
+}
+
 /** A figure without target, events/s (higher is better), rounded. */
 const higherInfo = (figure: string, values: number[]): ResultRow => ({
   ...infoRow("replay", figure, "events/s", values),
@@ -111,16 +145,14 @@ const higherInfo = (figure: string, values: number[]): ResultRow => ({
 async function main() {
   progress(`replay: ${recorded} events recorded through the route, ${total} in all, ${repeats} repeats`);
   const cluster = await startDatabase(["tollgate"]);
-  const svc = await startServiceProcess(cluster.urlOf("tollgate"), {}, nodeArgs);
+  const svc = await startServiceProcess(
+    cluster.urlOf("tollgate"),
+    { TOLLGATE_REPLAY_WORKER: "auto" },
+    nodeArgs,
+  );
   const db = new pg.Client({ connectionString: cluster.urlOf("tollgate") });
   try {
     const key = await benchOrg(svc, "bench");
-    const admin = (
-      await api(`${svc.url}/v1/admin/organizations/bench/api-keys`, svc.adminToken, "POST", {
-        name: "admin",
-        role: "admin",
-      })
-    ).api_key as string;
     await api(`${svc.url}/v1/admin/organizations/bench/policies/base`, svc.adminToken, "PUT", {
       config: BASE,
     });
@@ -179,54 +211,96 @@ async function main() {
     const to = new Date(Date.now() + 60_000).toISOString();
     const rowsOut: ResultRow[] = [];
     const lasts: Record<string, unknown> = {};
-    for (const [label, candidate] of [
-      ["CEL + thresholds candidate", CANDIDATE],
-      ["thresholds-only candidate", { ...BASE, cumulative_financial_threshold_usd: 5000 }],
-    ] as const) {
-      const body = { candidate, replace: "base", from, to, max_events: 200_000, sample_size: 20 };
-      // One warm-up replay (JIT, plans), then the measured ones.
-      await api(`${svc.url}/v1/policies/replay`, admin, "POST", body);
-      const service: number[] = [];
-      const wall: number[] = [];
-      const perServiceCpu: number[] = [];
-      let last: Record<string, unknown> = {};
-      for (let r = 0; r < repeats; r++) {
-        const cpu0 = cpuSeconds(svc.proc.pid!);
-        const idle = machineIdle();
-        const t0 = performance.now();
-        const answer = await api(`${svc.url}/v1/policies/replay`, admin, "POST", body);
-        const ms = performance.now() - t0;
-        const idleShare = idle();
-        const svcCpu = cpuSeconds(svc.proc.pid!) - cpu0;
-        perServiceCpu.push(answer.events_replayed / svcCpu);
-        service.push(answer.events_replayed / (answer.duration_ms / 1000));
-        wall.push(answer.events_replayed / (ms / 1000));
-        last = { ...answer, sample: answer.sample.length };
-        progress(
-          `${label} run ${r + 1}: ${answer.events_replayed} events replayed in ${answer.duration_ms} ms (${Math.round(service.at(-1)!)} events/s; service CPU ${svcCpu.toFixed(2)} s, machine idle ${(idleShare * 100).toFixed(0)}%; changed ${answer.changed}: ${JSON.stringify(answer.changes)})`,
-        );
+    // The same replays decided inline, by a second service process on the same database
+    // (TOLLGATE_REPLAY_WORKER=off), run by turns with the first: a same-run ratio.
+    const inline = await startServiceProcess(
+      cluster.urlOf("tollgate"),
+      { TOLLGATE_ADMIN_TOKEN: svc.adminToken, TOLLGATE_REPLAY_WORKER: "off" },
+      nodeArgs,
+    );
+    const modes = [
+      { mode: "worker thread", proc: svc },
+      { mode: "inline", proc: inline },
+    ] as const;
+    try {
+      for (const [label, candidate] of [
+        ["CEL + thresholds candidate", CANDIDATE],
+        ["thresholds-only candidate", { ...BASE, cumulative_financial_threshold_usd: 5000 }],
+      ] as const) {
+        const body = { candidate, replace: "base", from, to, max_events: 200_000, sample_size: 20 };
+        const replay = (s: typeof svc) =>
+          api(`${s.url}/v1/admin/organizations/bench/policies/replay`, s.adminToken, "POST", body);
+        const runs = modes.map(() => ({
+          service: [] as number[],
+          wall: [] as number[],
+          perCpu: [] as number[],
+        }));
+        const answers = new Set<string>();
+        // One warm-up replay each (JIT, plans, the worker's start), then the measured ones by turns.
+        for (const { proc } of modes) await replay(proc);
+        for (let r = 0; r < repeats; r++) {
+          for (const [k, { mode, proc }] of modes.entries()) {
+            const cpu0 = cpuSeconds(proc.proc.pid!);
+            const idle = machineIdle();
+            const load = readFileSync("/proc/loadavg", "utf8").split(" ")[0];
+            const t0 = performance.now();
+            const answer = await replay(proc);
+            const ms = performance.now() - t0;
+            const idleShare = idle();
+            const svcCpu = cpuSeconds(proc.proc.pid!) - cpu0;
+            runs[k]!.perCpu.push(answer.events_replayed / svcCpu);
+            runs[k]!.service.push(answer.events_replayed / (answer.duration_ms / 1000));
+            runs[k]!.wall.push(answer.events_replayed / (ms / 1000));
+            answers.add(JSON.stringify({ ...answer, duration_ms: 0 }));
+            lasts[label] = { ...answer, sample: answer.sample.length };
+            progress(
+              `${label}, ${mode}, run ${r + 1}: ${answer.events_replayed} events replayed in ${answer.duration_ms} ms (${Math.round(runs[k]!.service.at(-1)!)} events/s; service CPU ${svcCpu.toFixed(2)} s, machine idle ${(idleShare * 100).toFixed(0)}%, load average ${load}; changed ${answer.changed}: ${JSON.stringify(answer.changes)})`,
+            );
+          }
+        }
+        if (answers.size !== 1) throw new Error(`${label}: the replays answered differently`);
+        for (const [k, { mode }] of modes.entries()) {
+          const { service, wall, perCpu } = runs[k]!;
+          const value = median(service);
+          const what = `${label}, ${mode}`;
+          rowsOut.push(
+            {
+              benchmark: "replay",
+              figure: `events replayed per second (${(lasts[label] as { events_replayed: number }).events_replayed} events, ${what})`,
+              value: Math.round(value),
+              unit: "events/s",
+              baseline: k === 0 ? "inline, same run" : "—",
+              baselineValue: k === 0 ? Math.round(median(runs[1]!.service)) : null,
+              ratio: k === 0 ? value / median(runs[1]!.service) : null,
+              better: "higher",
+              target: `≥ ${TARGET} events/s`,
+              met: value >= TARGET,
+              spreadPct: spreadPct(service),
+              repeats,
+            },
+            higherInfo(`events replayed per CPU-second of the service (${what})`, perCpu),
+            higherInfo(
+              `events replayed per second, client wall time (${what}, HTTP round trip included)`,
+              wall,
+            ),
+          );
+        }
       }
-      lasts[label] = last;
-      const value = median(service);
-      rowsOut.push(
-        {
-          benchmark: "replay",
-          figure: `events replayed per second (${last.events_replayed} events, ${label})`,
-          value: Math.round(value),
-          unit: "events/s",
-          baseline: "—",
-          baselineValue: null,
-          ratio: null,
-          better: "higher",
-          target: `≥ ${TARGET} events/s`,
-          met: value >= TARGET,
-          spreadPct: spreadPct(service),
-          repeats,
-        },
-        higherInfo(`events replayed per CPU-second of the service (${label})`, perServiceCpu),
-        higherInfo(`events replayed per second, client wall time (${label}, HTTP round trip included)`, wall),
+    } finally {
+      await inline.stop();
+    }
+    const orgId = (await db.query("SELECT id FROM organizations WHERE slug = 'bench'")).rows[0].id as string;
+    const floor: number[] = [];
+    for (let r = 0; r < repeats; r++) {
+      const idle = machineIdle();
+      floor.push(await readAlone(db, orgId, new Date(from), new Date(to)));
+      progress(
+        `pages read alone run ${r + 1}: ${Math.round(floor.at(-1)!)} events/s (machine idle ${(idle() * 100).toFixed(0)}%)`,
       );
     }
+    rowsOut.push(
+      higherInfo("events read per second, the same pages read alone (the floor: no deciding)", floor),
+    );
     report("replay", rowsOut, {
       last: lasts,
       record_seconds: recordSecs,

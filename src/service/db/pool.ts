@@ -21,6 +21,8 @@ import { queryTraced } from "./tracing.js";
 export interface PreparedStatement {
   name: string;
   text: string;
+  /** "array": each row an array of its columns in select order (no object per row). */
+  rowMode?: "array";
 }
 
 /** A query runner: the pool, or one client inside a transaction. */

@@ -46,16 +46,49 @@ import type { Database } from "../db/pool.js";
 import { ApiError, badRequest } from "../errors.js";
 import { effectiveOrgConfig, listPolicies, orgById } from "../orgs/orgs.js";
 import {
+  chainOfRow,
+  eventOfRow,
   exceptionsInForce,
   type ReplayChainRow,
   type ReplayEventRow,
   type ReplayException,
   type ReplayPage,
+  type ReplayRow,
+  RowColumn,
   replayPage,
 } from "./store.js";
 
 type ReplayAnswer = WireOf<typeof ReplayResponseSchema>;
 type Change = ReplayAnswer["sample"][number];
+
+/** What a replay decided: the answer's counts, changes and sample (replayPolicy adds the rest). */
+export type ReplayTally = Pick<
+  ReplayAnswer,
+  "events_read" | "events_replayed" | "chains_read" | "changed" | "changes" | "sample"
+>;
+
+/** A Replayer's options: plain data (structured-cloneable, handed to the replay worker thread). */
+export interface ReplayerOptions {
+  /** The organization's effective configuration with the candidate combined in. */
+  config: PolicyConfig;
+  /** Environment for events recorded before chain_events.org_environment existed. */
+  orgEnvironment: string;
+  exceptions: readonly ReplayException[];
+  fromMs: number;
+  toMs: number;
+  sampleSize: number;
+}
+
+/**
+ * The chains of one page to decide, in order: chain k has `counts[k]` rows in `rows`, the rows of
+ * chain 0 first. A chain's rows are its events from sequence 1 up to the first gap (replayPolicy
+ * cuts them there: the events a Replayer reads). Plain data (posted to the worker thread).
+ */
+export interface PageToDecide {
+  chains: ReplayChainRow[];
+  counts: number[];
+  rows: ReplayRow[];
+}
 
 const NO_DELTA: MetricsDelta = {
   tokens: 0,
@@ -208,18 +241,31 @@ export class Replayer {
   readonly sample: Change[] = [];
   private readonly merged = new Map<string, { config: PolicyConfig; withActions: boolean }>();
 
-  constructor(
-    private readonly opts: {
-      /** The organization's effective configuration with the candidate combined in. */
-      config: PolicyConfig;
-      /** Environment for events recorded before chain_events.org_environment existed. */
-      orgEnvironment: string;
-      exceptions: readonly ReplayException[];
-      fromMs: number;
-      toMs: number;
-      sampleSize: number;
-    },
-  ) {}
+  constructor(private readonly opts: ReplayerOptions) {}
+
+  /** What was decided so far. */
+  tally(): ReplayTally {
+    return {
+      events_read: this.eventsRead,
+      events_replayed: this.eventsReplayed,
+      chains_read: this.chainsRead,
+      changed: this.changed,
+      changes: this.changes,
+      sample: this.sample,
+    };
+  }
+
+  /** Decides a page's chains in order (their rows parsed here: eventOfRow). */
+  page(page: PageToDecide): void {
+    let i = 0;
+    for (let k = 0; k < page.chains.length; k++) {
+      const n = page.counts[k]!;
+      const events: ReplayEventRow[] = new Array(n);
+      for (let j = 0; j < n; j++) events[j] = eventOfRow(page.rows[i + j]!);
+      this.chain(page.chains[k]!, events);
+      i += n;
+    }
+  }
 
   /** The chain's effective configuration: the candidate organization config ← its policy_config (as record.ts merges). */
   private configOf(chain: ReplayChainRow) {
@@ -284,26 +330,93 @@ export class Replayer {
   }
 }
 
+/** Decides a replay's pages, in the order given: inline, or on a worker thread (worker-pool.ts). */
+export interface ReplayDecider {
+  /** Starts deciding one replay with `options`. */
+  open(options: ReplayerOptions): DecisionSession;
+}
+
+/** One replay's decisions (see ReplayDecider). */
+export interface DecisionSession {
+  /**
+   * Decides `page` after the pages given before it; resolves once it is decided.
+   * @throws Error when it cannot be decided (the replay fails: nothing is answered from it).
+   */
+  page(page: PageToDecide): Promise<void>;
+  /** What was decided, after every page given. @throws Error as page(). */
+  tally(): Promise<ReplayTally>;
+  /** Drops the session's state, whatever it is in (called once the replay ends, also on error). */
+  close(): void;
+}
+
+/** Decides pages on the calling thread, as each is given. */
+export const inlineDecider: ReplayDecider = {
+  open(options) {
+    const replayer = new Replayer(options);
+    return {
+      page: async (page) => replayer.page(page),
+      tally: async () => replayer.tally(),
+      close: () => {},
+    };
+  },
+};
+
+/**
+ * Groups a page's rows by chain, each chain's rows cut at its first gap in the sequence (those a
+ * Replayer reads: its events from sequence 1 on, in order).
+ */
+export function pageToDecide(rows: readonly ReplayRow[]): PageToDecide {
+  const chains: ReplayChainRow[] = [];
+  const counts: number[] = [];
+  const kept: ReplayRow[] = [];
+  let i = 0;
+  while (i < rows.length) {
+    const first = rows[i]!;
+    const chainId = first[RowColumn.chainId];
+    let n = 0;
+    let inSequence = true;
+    for (; i < rows.length && rows[i]![RowColumn.chainId] === chainId; i++) {
+      inSequence &&= rows[i]![RowColumn.sequence] === n + 1;
+      if (inSequence) {
+        kept.push(rows[i]!);
+        n++;
+      }
+    }
+    chains.push(chainOfRow(first));
+    counts.push(n);
+  }
+  return { chains, counts, rows: kept };
+}
+
 /**
  * Chains read per page (one query: the chains and their events, bounded by the remaining
  * max_events). Large pages make few round trips; a page's rows are held in memory while it is
  * decided (at most max_events events).
  */
-const CHAIN_PAGE = 1000;
+export const CHAIN_PAGE = 1000;
 
 const FIRST_CHAIN_ID = "00000000-0000-0000-0000-000000000000";
 
 /**
  * Replays `body.candidate` over the organization's events recorded in [from, to) (see the module
  * comment). Reads at most `max_events` events and runs at most REPLAY_TIME_LIMIT_MS; past either
- * it stops and answers `truncated`.
+ * it stops and answers `truncated`. This thread reads the pages; `decider` decides them (default
+ * inline; worker-pool.ts: on a worker thread, one page at a time while this thread reads the
+ * next), with the same answer either way.
  * @throws ApiError 400 TG_ERR_VALIDATION `body.replace` naming no policy of the organization,
  *   `body.name` naming one that exists, `body.candidate` when the combined configuration is
- *   invalid; 404 when the organization does not exist.
+ *   invalid; 404 when the organization does not exist. Error (a 500) when the decider fails.
  */
 export async function replayPolicy(
   db: Database,
-  opts: { orgId: string; body: ReplayRequest; timeLimitMs?: number },
+  opts: {
+    orgId: string;
+    body: ReplayRequest;
+    timeLimitMs?: number;
+    decider?: ReplayDecider;
+    /** Chains per page (default CHAIN_PAGE; the tests read smaller pages). */
+    pageChains?: number;
+  },
 ): Promise<ReplayAnswer> {
   const started = performance.now();
   const { body } = opts;
@@ -312,6 +425,7 @@ export async function replayPolicy(
   const from = new Date(fromMs);
   const to = new Date(toMs);
   const timeLimit = opts.timeLimitMs ?? REPLAY_TIME_LIMIT_MS;
+  const pageChains = opts.pageChains ?? CHAIN_PAGE;
 
   return db.tx(async (q) => {
     await q.query("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY");
@@ -335,7 +449,7 @@ export async function replayPolicy(
       if (err instanceof ApiError) throw err;
       throw fieldError("body.candidate", `the combined configuration is invalid: ${(err as Error).message}`);
     }
-    const replayer = new Replayer({
+    const session = (opts.decider ?? inlineDecider).open({
       config,
       orgEnvironment: org.environment,
       exceptions: await exceptionsInForce(q, { orgId: opts.orgId, from, to }),
@@ -345,41 +459,42 @@ export async function replayPolicy(
     });
 
     let truncatedBy: ReplayAnswer["truncated_by"] = null;
+    let eventsRead = 0;
     // Read-ahead: the next page is asked for before this one is decided, so PostgreSQL reads it
     // while the engine decides. Its event bound assumes every event of this page counts (one
     // read after a sequence gap counts fewer); a page cut by that smaller bound is read again
     // with the exact one, so the result is the same as reading page after page.
     const read = (afterId: string, budget: number) =>
-      replayPage(q, { orgId: opts.orgId, from, to, afterId, chains: CHAIN_PAGE, limit: budget + 1 }).then(
+      replayPage(q, { orgId: opts.orgId, from, to, afterId, chains: pageChains, limit: budget + 1 }).then(
         (page) => ({ page, afterId, budget }),
       );
     let next: Promise<{ page: ReplayPage; afterId: string; budget: number }> | null = read(
       FIRST_CHAIN_ID,
       body.max_events,
     );
+    // The page being decided (on the worker thread, while this one reads the next).
+    let deciding: Promise<void> = Promise.resolve();
     try {
       while (next !== null) {
         const ahead = await next;
         const { afterId, budget: readWith } = ahead;
         let { page } = ahead;
         next = null;
-        if (page.chains.length === 0) break;
-        const budget = body.max_events - replayer.eventsRead;
-        if (page.events.length > readWith && readWith < budget) {
+        if (page.length === 0) break;
+        const budget = body.max_events - eventsRead;
+        if (page.length > readWith && readWith < budget) {
           ({ page } = await read(afterId, budget));
         }
-        const { chains, events } = page;
         // One more than the budget tells a cut from an exact fit.
-        const cut = events.length > budget;
-        if (cut) events.length = budget;
-        else next = read(chains[chains.length - 1]!.id, budget - events.length);
-        let i = 0;
-        for (const chain of chains) {
-          const start = i;
-          while (i < events.length && events[i]!.chain_id === chain.id) i++;
-          if (i > start) replayer.chain(chain, events.slice(start, i));
-          else if (cut) break;
-        }
+        const cut = page.length > budget;
+        if (cut) page.length = budget;
+        else next = read(page[page.length - 1]![RowColumn.chainId] as string, budget - page.length);
+        const toDecide = pageToDecide(page);
+        eventsRead += toDecide.rows.length;
+        await deciding;
+        deciding = session.page(toDecide);
+        // Awaited before the next page or the tally; a failure meanwhile is not unhandled.
+        deciding.catch(() => undefined);
         if (cut) {
           truncatedBy = "max_events";
           break;
@@ -389,25 +504,23 @@ export async function replayPolicy(
           break;
         }
       }
+      await deciding;
+      const tally = await session.tally();
+      return {
+        from: from.toISOString(),
+        to: to.toISOString(),
+        candidate_name: name,
+        replaced: body.replace !== undefined,
+        ...tally,
+        duration_ms: Math.round((performance.now() - started) * 10) / 10,
+        truncated: truncatedBy !== null,
+        truncated_by: truncatedBy,
+      };
     } finally {
+      session.close();
       // A read-ahead left when stopping early: let it finish before the transaction ends.
       await next?.catch(() => undefined);
     }
-    return {
-      from: from.toISOString(),
-      to: to.toISOString(),
-      candidate_name: name,
-      replaced: body.replace !== undefined,
-      events_read: replayer.eventsRead,
-      events_replayed: replayer.eventsReplayed,
-      chains_read: replayer.chainsRead,
-      changed: replayer.changed,
-      changes: replayer.changes,
-      sample: replayer.sample,
-      duration_ms: Math.round((performance.now() - started) * 10) / 10,
-      truncated: truncatedBy !== null,
-      truncated_by: truncatedBy,
-    };
   });
 }
 

@@ -5,7 +5,7 @@
  */
 import type { ActiveException, PolicyDecision, WorkloadIdentity } from "../../policy/schema.js";
 import type { MetricsDelta } from "../chains/counters.js";
-import type { Queryable } from "../db/pool.js";
+import type { PreparedStatement, Queryable } from "../db/pool.js";
 
 /** A chain to replay: its id, when it opened (epoch ms) and its own policy_config patch (JSON text). */
 export interface ReplayChainRow {
@@ -37,7 +37,6 @@ export interface ReplayEventRow {
     PolicyDecision,
     "policy_decision" | "decision_source" | "policy_name" | "kill_switch_active" | "pause_reason"
   > & { kill_switch_reason: string | null };
-  exception_id: string | null;
   approval_id: string | null;
   recorded_at_ms: number;
   principal: WorkloadIdentity | null;
@@ -51,83 +50,126 @@ export interface ReplayException extends ActiveException {
   revoked_at_ms: number | null;
 }
 
-/** One page of a replay's reads: chains in id order, and their events in chain and sequence order. */
-export interface ReplayPage {
-  chains: ReplayChainRow[];
-  events: ReplayEventRow[];
+/**
+ * One event row as a page reads it (pg array row mode), in the columns of {@link RowColumn}: the
+ * JSON columns as text, decoded by {@link eventOfRow} where the event is decided (the replay
+ * worker thread when there is one, so the thread reading pages does not parse them).
+ */
+export type ReplayRow = unknown[];
+
+/** The columns of a {@link ReplayRow}, in the order replayPage selects them. */
+export const RowColumn = {
+  id: 0,
+  chainId: 1,
+  sequence: 2,
+  agentName: 3,
+  parentAgentName: 4,
+  actionType: 5,
+  actionName: 6,
+  payload: 7,
+  metricsDelta: 8,
+  policyDecision: 9,
+  decisionSource: 10,
+  policyName: 11,
+  killSwitchReason: 12,
+  killSwitchActive: 13,
+  pauseReason: 14,
+  approvalId: 15,
+  recordedAtMs: 16,
+  principal: 17,
+  orgEnvironment: 18,
+  chainStartedAtMs: 19,
+  chainPolicyConfig: 20,
+} as const;
+
+/** One page of a replay's reads: rows of chains in id order, each chain's in sequence order. */
+export type ReplayPage = ReplayRow[];
+
+/** The chain of a row (its id, start and policy_config are on every row of the chain). */
+export const chainOfRow = (r: ReplayRow): ReplayChainRow => ({
+  id: r[RowColumn.chainId] as string,
+  started_at_ms: r[RowColumn.chainStartedAtMs] as number,
+  policy_config: r[RowColumn.chainPolicyConfig] as string,
+});
+
+/**
+ * The event of a row, its JSON columns parsed.
+ * @throws SyntaxError when a JSON column is not JSON (the database wrote it as jsonb: never).
+ */
+export function eventOfRow(r: ReplayRow): ReplayEventRow {
+  const metricsDelta = r[RowColumn.metricsDelta] as string | null;
+  const principal = r[RowColumn.principal] as string | null;
+  return {
+    id: r[RowColumn.id] as string,
+    chain_id: r[RowColumn.chainId] as string,
+    sequence: r[RowColumn.sequence] as number,
+    agent_name: r[RowColumn.agentName] as string,
+    parent_agent_name: r[RowColumn.parentAgentName] as string | null,
+    action_type: r[RowColumn.actionType] as string,
+    action_name: r[RowColumn.actionName] as string,
+    payload: JSON.parse(r[RowColumn.payload] as string),
+    facts: metricsDelta ? { metrics_delta: JSON.parse(metricsDelta) } : {},
+    decision: {
+      policy_decision: r[RowColumn.policyDecision] as ReplayEventRow["decision"]["policy_decision"],
+      decision_source: r[RowColumn.decisionSource] as ReplayEventRow["decision"]["decision_source"],
+      policy_name: r[RowColumn.policyName] as string | null,
+      kill_switch_reason: r[RowColumn.killSwitchReason] as string | null,
+      kill_switch_active: r[RowColumn.killSwitchActive] === "true",
+      pause_reason: r[RowColumn.pauseReason] as string | null,
+    },
+    approval_id: r[RowColumn.approvalId] as string | null,
+    recorded_at_ms: r[RowColumn.recordedAtMs] as number,
+    principal: principal ? JSON.parse(principal) : null,
+    org_environment: (r[RowColumn.orgEnvironment] as string | null) ?? null,
+  };
 }
 
 /**
  * The next `chains` chains of the organization (by id, after `afterId`) that have at least one
  * event recorded in [from, to), with their events recorded before `to` (those before the window
  * too: they rebuild each chain's state), in chain id and sequence order, at most `limit` events.
- * One query and one round trip per page: only the columns replay reads, the decision's fields
- * as text (parsing each whole stored decision cost more than deciding again; decision_reason
- * only for the kill switch, the one reason replay reads), times as epoch
- * milliseconds (no date parsing), the chain's columns on every row (a number and a short text).
- * When fewer than `limit` events come back, every chain of the page is complete.
+ * One query and one round trip per page: only the columns replay reads, as arrays (pg's array
+ * row mode: no object per row), the decision's fields as text (parsing each whole stored
+ * decision cost more than deciding again; decision_reason only for the kill switch, the one
+ * reason replay reads), the JSON columns as text (parsed by eventOfRow where the event is
+ * decided), times as epoch milliseconds (no date parsing), the chain's columns on every row (a
+ * number and a short text). When fewer than `limit` events come back, every chain of the page
+ * is complete.
  */
 export async function replayPage(
   q: Queryable,
   opts: { orgId: string; from: Date; to: Date; afterId: string; chains: number; limit: number },
 ): Promise<ReplayPage> {
-  const { rows } = await q.query(
-    `WITH page AS (
+  const { rows } = await q.query(REPLAY_PAGE, [
+    opts.orgId,
+    opts.from,
+    opts.to,
+    opts.afterId,
+    opts.chains,
+    opts.limit,
+  ]);
+  return rows as unknown as ReplayPage;
+}
+
+const REPLAY_PAGE: PreparedStatement = {
+  name: "tg_replay_page",
+  rowMode: "array",
+  text: `WITH page AS (
        SELECT c.id, c.started_at, c.policy_config FROM chains c
        WHERE c.org_id = $1 AND c.started_at < $3 AND (c.completed_at IS NULL OR c.completed_at >= $2) AND c.id > $4
          AND EXISTS (SELECT 1 FROM chain_events e WHERE e.chain_id = c.id AND e.recorded_at >= $2 AND e.recorded_at < $3)
        ORDER BY c.id LIMIT $5)
-     SELECT e.id, e.chain_id, e.sequence, e.agent_name, e.parent_agent_name, e.action_type, e.action_name, e.payload,
-       e.facts->'metrics_delta' AS metrics_delta, e.decision->>'policy_decision' AS policy_decision,
-       e.decision->>'decision_source' AS decision_source, e.decision->>'policy_name' AS policy_name,
-       CASE WHEN e.decision->>'policy_name' = 'kill_switch' THEN e.decision->>'decision_reason' END AS kill_switch_reason,
-       e.decision->>'kill_switch_active' AS kill_switch_active,
-       e.decision->>'pause_reason' AS pause_reason, e.exception_id, e.approval_id,
-       floor(extract(epoch FROM e.recorded_at) * 1000)::float8 AS recorded_at_ms, e.principal, e.org_environment,
-       floor(extract(epoch FROM page.started_at) * 1000)::float8 AS chain_started_at_ms,
-       coalesce(page.policy_config, '{}'::jsonb)::text AS chain_policy_config
+     SELECT e.id, e.chain_id, e.sequence, e.agent_name, e.parent_agent_name, e.action_type, e.action_name,
+       e.payload::text, (e.facts->'metrics_delta')::text, e.decision->>'policy_decision',
+       e.decision->>'decision_source', e.decision->>'policy_name',
+       CASE WHEN e.decision->>'policy_name' = 'kill_switch' THEN e.decision->>'decision_reason' END,
+       e.decision->>'kill_switch_active', e.decision->>'pause_reason', e.approval_id,
+       floor(extract(epoch FROM e.recorded_at) * 1000)::float8, e.principal::text, e.org_environment,
+       floor(extract(epoch FROM page.started_at) * 1000)::float8,
+       coalesce(page.policy_config, '{}'::jsonb)::text
      FROM page JOIN chain_events e ON e.chain_id = page.id AND e.recorded_at < $3
      ORDER BY e.chain_id, e.sequence LIMIT $6`,
-    [opts.orgId, opts.from, opts.to, opts.afterId, opts.chains, opts.limit],
-  );
-  const chains: ReplayChainRow[] = [];
-  const events: ReplayEventRow[] = new Array(rows.length);
-  for (let i = 0; i < rows.length; i++) {
-    const r = rows[i]!;
-    if (chains.length === 0 || chains[chains.length - 1]!.id !== r.chain_id) {
-      chains.push({
-        id: r.chain_id,
-        started_at_ms: r.chain_started_at_ms,
-        policy_config: r.chain_policy_config,
-      });
-    }
-    events[i] = {
-      id: r.id,
-      chain_id: r.chain_id,
-      sequence: r.sequence,
-      agent_name: r.agent_name,
-      parent_agent_name: r.parent_agent_name,
-      action_type: r.action_type,
-      action_name: r.action_name,
-      payload: r.payload,
-      facts: r.metrics_delta ? { metrics_delta: r.metrics_delta } : {},
-      decision: {
-        policy_decision: r.policy_decision,
-        decision_source: r.decision_source,
-        policy_name: r.policy_name,
-        kill_switch_reason: r.kill_switch_reason,
-        kill_switch_active: r.kill_switch_active === "true",
-        pause_reason: r.pause_reason,
-      },
-      exception_id: r.exception_id,
-      approval_id: r.approval_id,
-      recorded_at_ms: r.recorded_at_ms,
-      principal: r.principal ?? null,
-      org_environment: r.org_environment ?? null,
-    };
-  }
-  return { chains, events };
-}
+};
 
 /** The organization's exceptions that were in force at some instant of [from, to), revoked ones included. */
 export async function exceptionsInForce(

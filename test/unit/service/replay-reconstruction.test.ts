@@ -37,7 +37,6 @@ const event = (sequence: number, over: Partial<ReplayEventRow> = {}): ReplayEven
     kill_switch_active: false,
     pause_reason: null,
   },
-  exception_id: null,
   approval_id: null,
   recorded_at_ms: 1000 * sequence,
   principal: null,
