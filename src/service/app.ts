@@ -26,7 +26,7 @@ import { ApiError, errorBody } from "./errors.js";
 import { healthRoutes } from "./health.js";
 import type { WorkloadAuthenticator } from "./identity/token-review.js";
 import { type JobHandler, Scheduler } from "./jobs.js";
-import { createLogger, type Logger, lazyChildLogger, safeUrl } from "./logger.js";
+import { createLogger, type Logger, lazyChildLogger, OneLineRequestLog, safeUrl } from "./logger.js";
 import { createMetrics } from "./metrics.js";
 import { createOutboxWorker, type SmtpConfig } from "./notify/index.js";
 import type { OidcConfig } from "./oidc/settings.js";
@@ -107,9 +107,7 @@ export async function buildService(opts: ServiceOptions): Promise<Service> {
   const app = Fastify({
     loggerInstance: log,
     childLoggerFactory: lazyChildLogger,
-    // One line per request, at completion (the onResponse hook below), instead of Fastify's two
-    // ("incoming request", "request completed") through a per-request child logger.
-    disableRequestLogging: true,
+    logController: new OneLineRequestLog(log),
     requestTimeout: 120_000,
     connectionTimeout: 130_000,
     keepAliveTimeout: 72_000,
@@ -154,11 +152,6 @@ export async function buildService(opts: ServiceOptions): Promise<Service> {
   app.addHook("onRequest", requirePrincipal);
   app.addHook("preValidation", rejectUnsafeInput);
   app.addHook("onResponse", async (req, reply) => {
-    // The fields of Fastify's two lines in one: reqId, req (method, path without query, remote
-    // address; src/telemetry/logger.ts serializers), res (statusCode), responseTime in ms.
-    if (log.isLevelEnabled("info")) {
-      log.info({ reqId: req.id, req, res: reply, responseTime: reply.elapsedTime }, "request completed");
-    }
     ctx.metrics.httpDuration.observe(
       {
         http_request_method: req.method,
