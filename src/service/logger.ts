@@ -1,6 +1,7 @@
 /**
  * The service's logging: the shared logger of src/telemetry/logger.ts (one redaction list for
- * every component) and the lazy per-request child logger Fastify uses.
+ * every component), the lazy per-request child logger Fastify uses, and the one request log
+ * line per request (OneLineRequestLog).
  */
 import { type FastifyBaseLogger, type FastifyReply, type FastifyRequest, LogController } from "fastify";
 import type pino from "pino";
