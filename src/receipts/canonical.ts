@@ -26,7 +26,12 @@ import canonicalize from "canonicalize";
  *   `Buffer`, objects with symbol keys, sparse arrays, lone surrogates, and circular references.
  */
 export function canonicalJson(value: unknown): string {
-  assertJson(value, "$", new Set());
+  assertJson(value, [], new Set());
+  return canonicalText(value);
+}
+
+/** The library's canonical text of a value `assertJson` accepted. */
+function canonicalText(value: unknown): string {
   let text: string | undefined;
   try {
     text = canonicalize(value);
@@ -50,7 +55,8 @@ export function canonicalJsonWithout(
   if (Array.isArray(object)) throw new TypeError("canonical JSON: expected an object, got an array");
   const rest: Record<string, unknown> = { ...object };
   for (const key of omit) delete rest[key];
-  return { full: canonicalJson(object), without: canonicalJson(rest) };
+  // `rest` holds a subset of the values `object` holds: checked once.
+  return { full: canonicalJson(object), without: canonicalText(rest) };
 }
 
 /** The UTF-8 bytes of `canonicalJson(value)`. Throws like `canonicalJson`. */
@@ -58,46 +64,62 @@ export function canonicalBytes(value: unknown): Buffer {
   return Buffer.from(canonicalJson(value), "utf8");
 }
 
-function assertJson(value: unknown, path: string, ancestors: Set<object>): void {
+/**
+ * Throws unless `value` is plain JSON data. `at` is the path of keys and indexes from the root,
+ * turned into text (`$.a[0]`) only for the error: building it for every node cost more than
+ * the check itself on a 1,000-event receipt.
+ */
+function assertJson(value: unknown, at: (string | number)[], ancestors: Set<object>): void {
   switch (typeof value) {
     case "boolean":
       return;
     case "string":
-      if (hasLoneSurrogate(value)) throw new TypeError(`canonical JSON: lone surrogate in string at ${path}`);
+      if (hasLoneSurrogate(value))
+        throw new TypeError(`canonical JSON: lone surrogate in string at ${pathOf(at)}`);
       return;
     case "number":
       if (!Number.isFinite(value))
-        throw new TypeError(`canonical JSON: non-finite number ${value} at ${path}`);
+        throw new TypeError(`canonical JSON: non-finite number ${value} at ${pathOf(at)}`);
       return;
     case "object":
       break;
     default:
-      throw new TypeError(`canonical JSON: ${typeof value} is not JSON at ${path}`);
+      throw new TypeError(`canonical JSON: ${typeof value} is not JSON at ${pathOf(at)}`);
   }
   if (value === null) return;
-  if (ancestors.has(value)) throw new TypeError(`canonical JSON: circular reference at ${path}`);
+  if (ancestors.has(value)) throw new TypeError(`canonical JSON: circular reference at ${pathOf(at)}`);
   ancestors.add(value);
   if (Array.isArray(value)) {
     for (let i = 0; i < value.length; i++) {
-      if (!(i in value)) throw new TypeError(`canonical JSON: sparse array at ${path}[${i}]`);
-      assertJson(value[i], `${path}[${i}]`, ancestors);
+      if (!(i in value)) throw new TypeError(`canonical JSON: sparse array at ${pathOf([...at, i])}`);
+      at.push(i);
+      assertJson(value[i], at, ancestors);
+      at.pop();
     }
   } else {
     const proto = Object.getPrototypeOf(value);
     if (proto !== Object.prototype && proto !== null) {
       const name = (value as { constructor?: { name?: string } }).constructor?.name ?? "object";
-      throw new TypeError(`canonical JSON: ${name} instance is not plain JSON data at ${path}`);
+      throw new TypeError(`canonical JSON: ${name} instance is not plain JSON data at ${pathOf(at)}`);
     }
     if (Object.getOwnPropertySymbols(value).length > 0) {
-      throw new TypeError(`canonical JSON: symbol keys are not JSON at ${path}`);
+      throw new TypeError(`canonical JSON: symbol keys are not JSON at ${pathOf(at)}`);
     }
-    for (const [key, item] of Object.entries(value)) {
-      if (hasLoneSurrogate(key)) throw new TypeError(`canonical JSON: lone surrogate in key at ${path}`);
-      assertJson(item, `${path}.${key}`, ancestors);
+    const record = value as Record<string, unknown>;
+    for (const key of Object.keys(record)) {
+      if (hasLoneSurrogate(key))
+        throw new TypeError(`canonical JSON: lone surrogate in key at ${pathOf(at)}`);
+      at.push(key);
+      assertJson(record[key], at, ancestors);
+      at.pop();
     }
   }
   ancestors.delete(value);
 }
+
+/** `$.a.b[0]`: the path of keys and indexes `at`, as the errors name it. */
+const pathOf = (at: readonly (string | number)[]): string =>
+  `$${at.map((k) => (typeof k === "number" ? `[${k}]` : `.${k}`)).join("")}`;
 
 /** In a `u` regex a surrogate pair is one code point, so `\p{Cs}` matches only lone surrogates. */
 const LONE_SURROGATE = /\p{Cs}/u;

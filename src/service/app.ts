@@ -26,7 +26,7 @@ import { ApiError, errorBody } from "./errors.js";
 import { healthRoutes } from "./health.js";
 import type { WorkloadAuthenticator } from "./identity/token-review.js";
 import { type JobHandler, Scheduler } from "./jobs.js";
-import { createLogger, type Logger, lazyChildLogger, safeUrl } from "./logger.js";
+import { createLogger, type Logger, lazyChildLogger, OneLineRequestLog, safeUrl } from "./logger.js";
 import { createMetrics } from "./metrics.js";
 import { createOutboxWorker, type SmtpConfig } from "./notify/index.js";
 import type { OidcConfig } from "./oidc/settings.js";
@@ -110,6 +110,7 @@ export async function buildService(opts: ServiceOptions): Promise<Service> {
   const app = Fastify({
     loggerInstance: log,
     childLoggerFactory: lazyChildLogger,
+    logController: new OneLineRequestLog(log),
     requestTimeout: 120_000,
     connectionTimeout: 130_000,
     keepAliveTimeout: 72_000,

@@ -1,8 +1,9 @@
 /**
  * The service's logging: the shared logger of src/telemetry/logger.ts (one redaction list for
- * every component) and the lazy per-request child logger Fastify uses.
+ * every component), the lazy per-request child logger Fastify uses, and the one request log
+ * line per request (OneLineRequestLog).
  */
-import type { FastifyBaseLogger } from "fastify";
+import { type FastifyBaseLogger, type FastifyReply, type FastifyRequest, LogController } from "fastify";
 import type pino from "pino";
 import type { Logger } from "../telemetry/logger.js";
 
@@ -75,4 +76,32 @@ export function lazyChildLogger(
 ): FastifyBaseLogger {
   if (opts.level !== undefined) return parent.child(bindings, opts);
   return new LazyChildLogger(parent as Logger, bindings) as unknown as FastifyBaseLogger;
+}
+
+/**
+ * Fastify's request logging as one line per request, written when it is answered through the
+ * service's root logger: `request completed` at info (`request errored` at error, with `err`)
+ * with `reqId`, `req` (method, path, remote address), `res` (statusCode) and `responseTime` in
+ * ms. Fastify's default writes two lines ("incoming request" too) through the request's child
+ * logger, which makes a pino child for every request at info. Fastify's other lines (stream and
+ * header errors) stay as they are.
+ */
+export class OneLineRequestLog extends LogController {
+  constructor(private readonly root: Logger) {
+    super();
+  }
+  override incomingRequest(): void {}
+  override requestCompleted(error: Error | null | undefined, req: FastifyRequest, reply: FastifyReply): void {
+    if (error) {
+      this.root.error(
+        { reqId: req.id, req, res: reply, err: error, responseTime: reply.elapsedTime },
+        "request errored",
+      );
+    } else if (this.root.isLevelEnabled("info")) {
+      this.root.info(
+        { reqId: req.id, req, res: reply, responseTime: reply.elapsedTime },
+        "request completed",
+      );
+    }
+  }
 }

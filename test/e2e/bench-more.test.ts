@@ -47,13 +47,24 @@ function expectCompared(row: Row | undefined, unit: string) {
 describe("bench/receipt --quick", () => {
   it("builds and verifies receipts beside raw crypto over the same bytes", async () => {
     const rows = await runQuick("receipt");
-    expect(rows.map((r) => r.figure)).toEqual([
+    const figures = [
       "build, 10-event receipt",
       "build, 1,000-event receipt",
       "verify 200-receipt chain, HMAC (service)",
       "verify 200-receipt chain, Ed25519 (tollgate verify)",
-    ]);
-    for (const row of rows) expectCompared(row, "receipts/s");
+    ];
+    // Each figure, then its library floor (canonicalize + the same raw crypto), same run.
+    expect(rows.map((r) => r.figure)).toEqual(
+      figures.flatMap((f) => [f, `library floor (canonicalize + raw crypto): ${f}`]),
+    );
+    for (const [i, row] of rows.entries()) {
+      if (i % 2 === 0) {
+        expectCompared(row, "receipts/s");
+      } else {
+        expect(row.ratio).toBeCloseTo(row.value / row.baselineValue!, 6);
+        expect(row.baselineValue).toBe(rows[i - 1]!.baselineValue);
+      }
+    }
   });
 });
 

@@ -100,10 +100,10 @@ describe("bench/record-action --quick", () => {
 });
 
 describe("bench/decide-only --quick", () => {
-  it("measures the evaluate route and the hello-world baseline in the same run", async () => {
+  it("measures the evaluate route, the hello-world baseline and the one-read floor in the same run", async () => {
     const r = await runBench("bench/decide-only/run.ts", ["--quick"], { cwd: root, timeoutMs: 110_000 });
     expect(r.status, r.stderr).toBe(0);
-    const [row, cel] = JSON.parse(
+    const [row, cel, floor] = JSON.parse(
       readFileSync(path.join(root, "bench/results/decide-only.json"), "utf8"),
     ).rows;
     expect(row).toMatchObject({ benchmark: "decide-only", unit: "/s", repeats: 1 });
@@ -114,5 +114,10 @@ describe("bench/decide-only --quick", () => {
     expect(cel).toMatchObject({ benchmark: "decide-only", unit: "/s", repeats: 1, target: "≥ 0.8×" });
     expect(cel.baselineValue).toBe(row.value);
     expect(cel.ratio).toBeCloseTo(cel.value / cel.baselineValue, 6);
+    // the floor: bare Fastify + one chain read per request, against the same hello-world
+    expect(floor).toMatchObject({ benchmark: "decide-only", unit: "/s", repeats: 1 });
+    expect(floor.value).toBeGreaterThan(0);
+    expect(floor.baselineValue).toBe(row.baselineValue);
+    expect(floor.ratio).toBeCloseTo(floor.value / floor.baselineValue, 6);
   });
 });

@@ -14,8 +14,8 @@ import {
 } from "../../src/service/chains/counters.js";
 import {
   addApprovedMetrics,
-  type ChainRow,
   type ChainSnapshot,
+  type ChainStateRow,
   type GuardedWrite,
   readChainSnapshot,
   writeEvents,
@@ -100,7 +100,7 @@ describe("chain store", () => {
         const r = await t.call("POST", "/v1/chains", { token: clientKey, body: { name: "s" } });
         const chainId = r.json().chain_id as string;
         const owner = (await db.query("SELECT org_id FROM chains WHERE id = $1", [chainId])).rows[0]!.org_id;
-        let expected: ChainRow | null = null;
+        let expected: ChainStateRow | null = null;
         for (const step of steps) {
           const snap = await readChainSnapshot(db, { orgId: owner, chainId, keyId: null });
           expected ??= snap.row;

@@ -393,6 +393,15 @@ describe("public verification logging", () => {
       expect(log).toContain("/public/v2/verify/[REDACTED]");
       expect(log).not.toContain(token);
       expect(log).not.toContain(token.slice(4, 20));
+      // One line per request, at completion, with the fields of Fastify's former two lines.
+      const entries = lines.map((l) => JSON.parse(l)).filter((e) => e.reqId !== undefined);
+      expect(entries).toHaveLength(1);
+      expect(entries[0]).toMatchObject({
+        msg: "request completed",
+        req: { method: "GET", url: "/public/v2/verify/[REDACTED]" },
+        res: { statusCode: 404 },
+      });
+      expect(entries[0].responseTime).toBeTypeOf("number");
     } finally {
       await service.close();
       await database.close();

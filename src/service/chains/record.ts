@@ -376,7 +376,7 @@ export async function previewAction(
 }
 
 /** @throws ApiError 409 when the chain is completed, failed, waiting for an approval or paused. */
-function assertAcceptsActions(chain: ChainRow): void {
+function assertAcceptsActions(chain: Pick<ChainRow, "id" | "status">): void {
   if (chain.status === "completed" || chain.status === "failed") {
     throw conflict(ApiErrorCode.CHAIN_COMPLETED, "The chain is completed and accepts no further actions", {
       chain_id: chain.id,

@@ -84,12 +84,36 @@ export async function getChain(
  * row's current version, as text), and its organization read in the same statement.
  */
 export interface ChainSnapshot {
-  row: ChainRow;
+  row: ChainStateRow;
   xmin: string;
   org: Organization;
 }
 
-const snapshotSql = (lock: string) => `SELECT c.*, c.xmin::text AS row_xmin, to_jsonb(o.*) AS org,
+/**
+ * The columns of a chain that deciding and advancing it read (the engine's chain state, the
+ * counters, the status and the chain's own policy): fewer columns cost the driver less per read
+ * (pg describes and parses every column of every row it gets; with `c.*`, describing and
+ * parsing this read was ~13% of the service's CPU per decide-only request).
+ */
+export type ChainStateRow = Pick<ChainRow, (typeof STATE_COLUMNS)[number]>;
+const STATE_COLUMNS = [
+  "id",
+  "org_id",
+  "policy_config",
+  "status",
+  "started_at",
+  "event_count",
+  "total_tokens",
+  "estimated_cost_usd",
+  "financial_exposure_usd",
+  "external_comm_agents",
+  "external_communications_count",
+  "records_modified_count",
+  "domains_contacted",
+] as const satisfies readonly (keyof ChainRow)[];
+
+const snapshotSql = (lock: string) => `SELECT ${STATE_COLUMNS.map((c) => `c.${c}`).join(", ")},
+       c.xmin::text AS row_xmin, to_jsonb(o.*) AS org,
        $3::uuid IS NULL OR EXISTS (SELECT 1 FROM api_keys k WHERE k.id = $3 AND k.revoked_at IS NULL) AS key_ok
      FROM chains c JOIN organizations o ON o.id = c.org_id WHERE c.id = $1 AND c.org_id = $2${lock}`;
 const READ_SNAPSHOT: PreparedStatement = { name: "tg_read_chain_state", text: snapshotSql("") };
@@ -116,7 +140,7 @@ export async function readChainSnapshot(
   if (!row) throw notFound("Chain");
   if (!row.key_ok) throw unauthorized("The API key or session is invalid or revoked");
   const { row_xmin, org, key_ok: _, ...chain } = row;
-  return { row: chain as ChainRow, xmin: row_xmin as string, org: org as Organization };
+  return { row: chain as ChainStateRow, xmin: row_xmin as string, org: org as Organization };
 }
 
 /** Inputs of {@link advanceSetSql}, named as the columns of the batch's recordset. */
