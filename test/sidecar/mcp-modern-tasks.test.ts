@@ -1,10 +1,13 @@
 /**
  * The tasks extension (`io.modelcontextprotocol/tasks`, ext-tasks specification 2026-07-28) on
- * the modern MCP face, driven by the official client 2.x (its raw request API: the requester of
- * @modelcontextprotocol/ext-tasks needs a host request coordinator for 2026-07-28 servers).
- * Real service, sidecar and server-memory upstream; approvals decided over the service's HTTP API.
+ * the modern MCP face. The extension's official requester (@modelcontextprotocol/ext-tasks
+ * 0.2.x) settles an approved call; the other cases drive the wire as it does (the official
+ * client 2.x refuses `resultType: "task"` on tools/call, so its host dispatch is a plain POST
+ * with the envelope and standard headers, `raw` below). Real service, sidecar and server-memory
+ * upstream; approvals decided over the service's HTTP API.
  */
 import { Client, StreamableHTTPClientTransport } from "@modelcontextprotocol/client";
+import { createTaskSessionFromClient, resultFromTaskOutcome } from "@modelcontextprotocol/ext-tasks/client";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { parseConfig } from "../../sidecar/config.js";
 import { startSidecar } from "../../sidecar/sidecar.js";
@@ -170,6 +173,36 @@ describe("MCP face, tasks extension (2026-07-28)", () => {
     await raw(second, "tasks/cancel", { taskId });
     expect(await getTask(second, taskId)).toMatchObject({ status: "completed" });
     await second.close();
+  });
+
+  it("the extension's own requester (@modelcontextprotocol/ext-tasks) settles an approved call", async () => {
+    const c = await connect("tasks-requester");
+    const session = createTaskSessionFromClient(c, {
+      endpointId: "tollgate-sidecar",
+      rawDispatch: async (request) => {
+        const r = request as { method: string; params: Loose };
+        try {
+          return { kind: "result", result: (await raw(c, r.method, r.params)) as never };
+        } catch (e) {
+          return { kind: "error", error: e as never };
+        }
+      },
+      v2RequestFraming: {
+        protocolVersion: "2026-07-28",
+        clientInfo: { name: "tasks-requester", version: "1.0.0" },
+        clientCapabilities: { extensions: { [TASKS]: {} } },
+      },
+    });
+    const execution = await session.callTool("create_entities", entity("Requested"));
+    expect(execution.kind).toBe("task");
+    const pending = await nextPendingApproval(s, seen);
+    await s.decide(pending.approval_id, "approve");
+    const { outcome } = await execution.settle();
+    const result = resultFromTaskOutcome(outcome) as Loose;
+    expect(JSON.stringify(result.content)).toContain("Requested");
+    expect((await s.storedChain(pending.chain_id)).events).toHaveLength(1);
+    await session.close();
+    await c.close();
   });
 
   it("denial: the task completes with the refusal (isError), the tool never ran", async () => {

@@ -115,11 +115,19 @@ export class ModernTasks {
     return { resultType: "task", ...(await this.#task(created.taskId)) };
   }
 
-  /** Stores the call's result: the task is completed (a no-op once cancelled). */
+  /**
+   * Stores the call's result, as the call would have answered it (`resultType: "complete"`): the
+   * task is completed (a no-op once cancelled).
+   */
   async settle(taskId: string, result: CallToolResult): Promise<void> {
     this.#entries.delete(taskId);
     try {
-      await this.#o.store.storeTaskResult(taskId, "completed", result, this.#owner);
+      await this.#o.store.storeTaskResult(
+        taskId,
+        "completed",
+        { ...result, resultType: "complete" },
+        this.#owner,
+      );
     } catch (err) {
       if (!isTerminalTaskError(err)) this.#o.log.error({ err }, "could not store an MCP task result");
     }
