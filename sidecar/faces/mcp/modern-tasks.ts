@@ -37,7 +37,7 @@ import { type GovernedTaskStore, isTerminalTaskError } from "./tasks.js";
 export const TASKS_EXTENSION = "io.modelcontextprotocol/tasks";
 
 /** What the store's task ids look like: anything else is not found without a lookup. */
-export const TASK_ID_PATTERN = /^[0-9a-f]{32}$/;
+const TASK_ID_PATTERN = /^[0-9a-f]{32}$/;
 
 /** The Task of the extension (schema.ts `Task`). */
 export interface ModernTask {
