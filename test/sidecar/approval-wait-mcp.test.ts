@@ -25,6 +25,7 @@ import {
   type Stack,
   startMemoryStack,
   toolFromScript,
+  waitForApprovalStatus,
   waitForReceipt,
 } from "./harness.js";
 
@@ -376,25 +377,6 @@ describe("approval waits through the MCP face", () => {
     await client.close();
   });
 });
-
-/** Polls GET /v1/approvals/{id} (admin key) until the approval has `status`. */
-async function waitForApprovalStatus(
-  s: Stack,
-  approvalId: string,
-  status: string,
-  timeoutMs = 10_000,
-): Promise<{ status: string; decided_by: string | null }> {
-  const until = Date.now() + timeoutMs;
-  while (Date.now() < until) {
-    const r = await fetch(`${s.t.url}/v1/approvals/${approvalId}`, {
-      headers: { authorization: `Bearer ${s.org.adminKey}` },
-    });
-    const body = (await r.json()) as { status: string; decided_by: string | null };
-    if (body.status === status) return body;
-    await sleep(100);
-  }
-  throw new Error(`approval ${approvalId} never became ${status}`);
-}
 
 function runPython(python: string, args: string[]): Promise<Record<string, unknown>> {
   return new Promise((resolve, reject) => {

@@ -315,6 +315,25 @@ export async function waitForReceipt(s: Stack, chainId: string, timeoutMs = 10_0
   throw new Error(`chain ${chainId} got no receipt`);
 }
 
+/** Polls GET /v1/approvals/{id} (admin key) until the approval has `status`. */
+export async function waitForApprovalStatus(
+  s: Stack,
+  approvalId: string,
+  status: string,
+  timeoutMs = 10_000,
+): Promise<{ status: string; decided_by: string | null }> {
+  const until = Date.now() + timeoutMs;
+  while (Date.now() < until) {
+    const r = await fetch(`${s.t.url}/v1/approvals/${approvalId}`, {
+      headers: { authorization: `Bearer ${s.org.adminKey}` },
+    });
+    const body = (await r.json()) as { status: string; decided_by: string | null };
+    if (body.status === status) return body;
+    await new Promise((res) => setTimeout(res, 100));
+  }
+  throw new Error(`approval ${approvalId} never became ${status}`);
+}
+
 /** Waits for a pending approval of the organization whose id is not in `seen`, adds it, returns it. */
 export async function nextPendingApproval(
   s: Stack,

@@ -14,7 +14,7 @@ import { toProtoDecision } from "../../wire/decision.js";
 import { ErrorCode, GatewayError } from "../../wire/errors.js";
 import type { JsonObject } from "../../wire/struct.js";
 import { checkPayloadSize, type InvokeInput } from "../../wire/validate.js";
-import type { ChainOwner, RunningTask, WaitReporter } from "./session.js";
+import type { ChainOwner, RunningCall, WaitReporter } from "./session.js";
 
 /** What the governed calls of the face need. */
 export interface GovernedCallOptions {
@@ -55,7 +55,7 @@ export class GovernedCalls {
     args: Record<string, unknown>,
     signal: AbortSignal,
     reporter: WaitReporter,
-    running?: RunningTask,
+    running?: RunningCall,
   ): Promise<CallToolResult> {
     const controller = linkedController(signal);
     try {
@@ -100,6 +100,20 @@ export class GovernedCalls {
     const controller = linkedController(signal);
     const input = this.inputOf(chainId, tool, args);
     return resultOf(await this.#o.governor.adopt(chainId, approvalId, input, controller, "mcp"), chainId);
+  }
+
+  /**
+   * Withdraws a task's call (tasks/cancel): never forwarded, its invoke rejects CANCELLED. When
+   * it waited for approval, the approval is withdrawn at the service too (POST
+   * /v1/approvals/{id}/withdraw: cancelled, no longer decidable). Never rejects.
+   */
+  async withdraw(running: RunningCall, reason: string): Promise<void> {
+    const approvalId =
+      running.chainId !== null && running.input !== null
+        ? this.#o.governor.withdraw(running.chainId, running.input, null, reason)
+        : null;
+    running.controller.abort(new GatewayError(ErrorCode.CANCELLED, reason));
+    if (approvalId) await this.#o.governor.withdrawApproval(approvalId, reason);
   }
 
   /** The governed invocation of a tools/call of `tool` with `args` in chain `chainId`. */

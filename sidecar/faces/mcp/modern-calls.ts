@@ -18,6 +18,10 @@
  * - a chain whose wait is gone with nobody attached (outcome delivered, dropped after the
  *   re-attach window, withdrawn) is completed by `sweep()`; `close()` leaves the waiting ones
  *   open at the service for adoption.
+ *
+ * When the request declared the tasks extension (modern-tasks.ts), the first answer of a call
+ * whose approval is pending is a task handle instead: the call goes on waiting in this process,
+ * whoever is connected, and its outcome completes the task and the chain.
  */
 import type { CallToolResult } from "@modelcontextprotocol/sdk/types.js";
 import type { WaitUpdate } from "../../core/approval-wait.js";
@@ -25,13 +29,18 @@ import type { Governor } from "../../core/governor.js";
 import { ErrorCode, GatewayError } from "../../wire/errors.js";
 import type { JsonObject } from "../../wire/struct.js";
 import type { GovernedCalls } from "./calls.js";
+import type { ModernTask, ModernTasks } from "./modern-tasks.js";
 import type { RequestStates } from "./request-state.js";
-import { type ChainOwner, type WaitReporter, waitMessage } from "./session.js";
+import { type ChainOwner, type RunningCall, type WaitReporter, waitMessage } from "./session.js";
 
-/** A modern-era tools/call result: complete, or input_required (the call waits for approval). */
+/**
+ * A modern-era tools/call result: complete, input_required (the call waits for approval), or a
+ * task handle (it waits, and the client declared the tasks extension).
+ */
 export type ModernCallResult =
   | (CallToolResult & { resultType: "complete" })
-  | { resultType: "input_required"; requestState: string; inputRequests?: Record<string, JsonObject> };
+  | { resultType: "input_required"; requestState: string; inputRequests?: Record<string, JsonObject> }
+  | (ModernTask & { resultType: "task" });
 
 /** What the client said about itself in the request's `_meta` envelope. */
 export interface ModernCaller {
@@ -39,6 +48,8 @@ export interface ModernCaller {
   client: string | null;
   /** The client declared URL-mode elicitation (`clientCapabilities.elicitation.url`). */
   urlElicitation: boolean;
+  /** The client declared the tasks extension (`clientCapabilities.extensions`). */
+  tasks: boolean;
 }
 
 /** The chain of one modern call, kept while its approval wait may be re-attached to. */
@@ -53,6 +64,7 @@ export interface ModernCallOptions {
   governor: Governor;
   calls: GovernedCalls;
   states: RequestStates;
+  tasks: ModernTasks;
   /** ms a retry is held while the approval is still pending (below clients' request timeouts). */
   holdMs: number;
 }
@@ -82,7 +94,10 @@ export class ModernCalls {
     caller: ModernCaller,
     signal: AbortSignal,
   ): Promise<ModernCallResult> {
-    if (requestState === undefined) return this.#first(tool, args, caller, signal);
+    if (requestState === undefined)
+      return caller.tasks
+        ? this.#asTask(tool, args, caller, signal)
+        : this.#first(tool, args, caller, signal);
     const handle = this.#o.states.open(requestState, tool, args);
     const chain = this.#waiting.get(handle.chainId);
     if (chain && this.#o.governor.holdsWait(handle.chainId, handle.approvalId)) {
@@ -156,13 +171,7 @@ export class ModernCalls {
     caller: ModernCaller,
     signal: AbortSignal,
   ): Promise<ModernCallResult> {
-    const chain: CallChain = {
-      chainId: null,
-      openedChainId: null,
-      approvalId: null,
-      active: 1,
-      chainInfo: () => ({ name: "mcp-call", metadata: { mcp_era: "modern", mcp_client: caller.client } }),
-    };
+    const chain = newChain(caller);
     const detach = new GatewayError(ErrorCode.CANCELLED, "the call answered input_required");
     const controller = linked(signal);
     let pending: WaitUpdate | null = null;
@@ -188,7 +197,14 @@ export class ModernCalls {
         return {
           resultType: "input_required",
           requestState: this.#o.states.issue(handle, tool, args),
-          ...(caller.urlElicitation && { inputRequests: { review: reviewElicitation(u) } }),
+          ...(caller.urlElicitation && {
+            inputRequests: {
+              review: reviewElicitation(
+                u,
+                "retry the call (same arguments, with the requestState) to get its result",
+              ),
+            },
+          }),
         };
       }
       void this.#end(chain);
@@ -196,6 +212,64 @@ export class ModernCalls {
     } finally {
       chain.active--;
     }
+  }
+
+  /**
+   * A first call of a client that declared the tasks extension: its result when it needs no
+   * approval (or is refused at once), else a task handle as soon as its approval is pending; the
+   * call then goes on in this process, detached from the request, until its outcome completes the
+   * task (modern-tasks.ts) and the chain, or tasks/cancel withdraws it.
+   */
+  async #asTask(
+    tool: string,
+    args: Record<string, unknown>,
+    caller: ModernCaller,
+    signal: AbortSignal,
+  ): Promise<ModernCallResult> {
+    const chain = newChain(caller);
+    const running: RunningCall = { chainId: null, input: null, controller: new AbortController() };
+    // Until the task exists, the client leaving withdraws nothing but ends the call as usual.
+    const onGone = () => running.controller.abort(signal.reason);
+    signal.addEventListener("abort", onGone, { once: true });
+    let waiting!: (u: WaitUpdate) => void;
+    const pending = new Promise<WaitUpdate>((resolve) => {
+      waiting = resolve;
+    });
+    const reporter: WaitReporter = {
+      onWait: (u) => u.status === "pending" && waiting(u),
+      done: () => undefined,
+    };
+    const call = this.#o.calls.invoke(chain, tool, args, running.controller.signal, reporter, running).then(
+      (result) => result,
+      (err: unknown) => this.#o.calls.refusalOf(err, chain.openedChainId),
+    );
+    const first = await Promise.race([call.then(() => null), pending]);
+    signal.removeEventListener("abort", onGone);
+    if (first && !signal.aborted) {
+      const review = caller.urlElicitation ? reviewElicitation(first) : null;
+      // The chain is completed once the approval is withdrawn: completed first, the service would
+      // close the approval as "Chain completed before a decision" instead.
+      let withdrawn = Promise.resolve();
+      const withdraw = () => {
+        withdrawn = this.#o.calls.withdraw(running, "the MCP client cancelled the task");
+        return withdrawn;
+      };
+      const task = await this.#o.tasks.create(first, review, withdraw).catch(async (err: unknown) => {
+        await withdraw(); // no task to report its outcome: the call must not run
+        throw err;
+      });
+      void call.then(async (result) => {
+        await withdrawn;
+        await this.#end(chain);
+        await this.#o.tasks.settle(task.taskId, result);
+      });
+      chain.active--;
+      return task;
+    }
+    const result = await call;
+    chain.active--;
+    void this.#end(chain);
+    return complete(result);
   }
 
   /**
@@ -251,6 +325,15 @@ const ENDED_MEMORY = 10_000;
 
 const complete = (result: CallToolResult): ModernCallResult => ({ ...result, resultType: "complete" });
 
+/** The chain of one modern call, not opened yet (opened by its first governed call). */
+const newChain = (caller: ModernCaller): CallChain => ({
+  chainId: null,
+  openedChainId: null,
+  approvalId: null,
+  active: 1,
+  chainInfo: () => ({ name: "mcp-call", metadata: { mcp_era: "modern", mcp_client: caller.client } }),
+});
+
 /** A controller aborted with `signal`'s reason too. */
 function linked(signal: AbortSignal): AbortController {
   const controller = new AbortController();
@@ -260,12 +343,12 @@ function linked(signal: AbortSignal): AbortController {
 }
 
 /** The embedded URL-mode elicitation that shows the approver's review page (2026-07-28 shape). */
-function reviewElicitation(u: WaitUpdate): JsonObject {
+function reviewElicitation(u: WaitUpdate, then = "poll tasks/get for the call's result"): JsonObject {
   return {
     method: "elicitation/create",
     params: {
       mode: "url",
-      message: `${waitMessage(u)}. Retry the call (same arguments, with the requestState) to get its result once a person decided there.`,
+      message: `${waitMessage(u)}. Once a person decided there, ${then}.`,
       url: u.reviewUrl,
     },
   };

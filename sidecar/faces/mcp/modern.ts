@@ -13,9 +13,12 @@
  * envelope is present on a request other than server/discover (400, -32602); `MCP-Protocol-
  * Version` and `Mcp-Method` present and equal to the body's, `Mcp-Name` equal to `params.name`
  * on tools/call (400, -32020). Then, in-band (HTTP 200): `server/discover`, `ping`, `tools/list`
- * (the upstream's tools, `ttlMs` 0, `cacheScope` private), `tools/call` (modern-calls.ts), any
- * other method -32601, a failure inside (e.g. the upstream's tools/list) -32603. Every result
- * has `resultType` and `_meta` serverInfo. Notifications get 202 and are otherwise ignored.
+ * (the upstream's tools, `ttlMs` 0, `cacheScope` private), `tools/call` (modern-calls.ts),
+ * `tasks/get`, `tasks/update`, `tasks/cancel` of the tasks extension (modern-tasks.ts: -32021
+ * when the request does not declare it, -32602 for a task id that is malformed or not found
+ * here; `Mcp-Name` must be `params.taskId`, -32020), any other method -32601, a failure inside
+ * (e.g. the upstream's tools/list) -32603. Every result has `resultType` and `_meta` serverInfo.
+ * Notifications get 202 and are otherwise ignored.
  */
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { z } from "zod";
@@ -27,6 +30,7 @@ import { refusal } from "./calls.js";
 import { header, sendJson } from "./http.js";
 import type { ModernCallResult, ModernCalls } from "./modern-calls.js";
 import { ProgressStream, progressTokenOf } from "./modern-progress.js";
+import { type ModernTasks, TASKS_EXTENSION } from "./modern-tasks.js";
 import type { OperationMetrics } from "./operation-metrics.js";
 import type { ToolCatalog } from "./tools.js";
 
@@ -39,7 +43,10 @@ const CLIENT_CAPABILITIES_KEY = "io.modelcontextprotocol/clientCapabilities";
 const SERVER_INFO_KEY = "io.modelcontextprotocol/serverInfo";
 /** JSON-RPC codes of the 2026-07-28 revision. */
 const HEADER_MISMATCH = -32020;
+const MISSING_REQUIRED_CLIENT_CAPABILITY = -32021;
 const UNSUPPORTED_PROTOCOL_VERSION = -32022;
+/** The methods of the tasks extension, whose `Mcp-Name` is `params.taskId`. */
+const TASK_METHODS = new Set(["tasks/get", "tasks/update", "tasks/cancel"]);
 
 /** Revision identifiers are dates: the modern era is 2026-07-28 and later. */
 const isModernVersion = (v: unknown): v is string =>
@@ -58,7 +65,10 @@ const EnvelopeSchema = z
     [PROTOCOL_VERSION_KEY]: z.string(),
     [CLIENT_INFO_KEY]: z.object({ name: z.string(), version: z.string() }).loose().optional(),
     [CLIENT_CAPABILITIES_KEY]: z
-      .object({ elicitation: z.object({ url: z.unknown().optional() }).loose().optional() })
+      .object({
+        elicitation: z.object({ url: z.unknown().optional() }).loose().optional(),
+        extensions: z.record(z.string(), z.unknown()).optional(),
+      })
       .loose()
       .optional(),
   })
@@ -71,6 +81,14 @@ const CallParamsSchema = z
     arguments: z.record(z.string(), z.unknown()).optional(),
     requestState: z.string().optional(),
     // The answers to the review elicitation change nothing: only the approver decides.
+    inputResponses: z.record(z.string(), z.unknown()).optional(),
+  })
+  .loose();
+
+/** Params of tasks/get, tasks/update, tasks/cancel (a long id is refused before any lookup). */
+const TaskParamsSchema = z
+  .object({
+    taskId: z.string().max(256),
     inputResponses: z.record(z.string(), z.unknown()).optional(),
   })
   .loose();
@@ -98,6 +116,11 @@ function decodeHeaderValue(v: string): string {
   return m ? Buffer.from(m[1]!, "base64").toString("utf8") : v;
 }
 
+/** One request's answer: its result or its JSON-RPC error. */
+type Answer =
+  | { result: Record<string, unknown> }
+  | { error: { code: number; message: string; data?: Record<string, unknown> } };
+
 /** Thrown by the checks before dispatch: answered with `status` and a JSON-RPC error. */
 class Rejection extends Error {
   constructor(
@@ -115,6 +138,7 @@ export interface ModernFaceOptions {
   governor: Governor;
   tools: ToolCatalog;
   calls: ModernCalls;
+  tasks: ModernTasks;
   serverInfo: { name: string; version: string };
   log: Logger;
   /** mcp.server.operation.duration of each request (operation-metrics.ts). */
@@ -175,7 +199,7 @@ export class ModernFace {
     m: Message,
     envelope: Envelope | null,
     signal: AbortSignal,
-  ): Promise<{ result: Record<string, unknown> } | { error: { code: number; message: string } }> {
+  ): Promise<Answer> {
     const meta = { [SERVER_INFO_KEY]: this.#o.serverInfo };
     const invalid = (message: string) => ({ error: { code: -32602, message } });
     switch (m.method) {
@@ -184,7 +208,7 @@ export class ModernFace {
           result: {
             resultType: "complete",
             supportedVersions: [...MODERN_VERSIONS],
-            capabilities: { tools: {} },
+            capabilities: { tools: {}, extensions: { [TASKS_EXTENSION]: {} } },
             _meta: meta,
           },
         };
@@ -215,8 +239,40 @@ export class ModernFace {
           () => this.#call(name, args, requestState, envelope, String(m.id), signal),
         );
       }
+      case "tasks/get":
+      case "tasks/update":
+      case "tasks/cancel":
+        return this.#task(m, envelope);
       default:
         return { error: { code: -32601, message: `Method not found: ${m.method}` } };
+    }
+  }
+
+  /** tasks/get, tasks/update, tasks/cancel (module comment). */
+  async #task(m: Message, envelope: Envelope | null): Promise<Answer> {
+    if (envelope?.[CLIENT_CAPABILITIES_KEY]?.extensions?.[TASKS_EXTENSION] === undefined)
+      return {
+        error: {
+          code: MISSING_REQUIRED_CLIENT_CAPABILITY,
+          message: "Missing required client capability",
+          data: { requiredCapabilities: { extensions: { [TASKS_EXTENSION]: {} } } },
+        },
+      };
+    const params = TaskParamsSchema.safeParse(m.params ?? {});
+    if (!params.success)
+      return { error: { code: -32602, message: `Invalid params: ${params.error.issues[0]?.message}` } };
+    const { taskId, inputResponses = {} } = params.data;
+    const { tasks } = this.#o;
+    const meta = { [SERVER_INFO_KEY]: this.#o.serverInfo };
+    try {
+      if (m.method === "tasks/get")
+        return { result: { ...(await tasks.get(taskId)), resultType: "complete", _meta: meta } };
+      await (m.method === "tasks/update" ? tasks.update(taskId, inputResponses) : tasks.cancel(taskId));
+      return { result: { resultType: "complete", _meta: meta } };
+    } catch (err) {
+      if (err instanceof GatewayError && err.code === ErrorCode.INVALID_ARGUMENT)
+        return { error: { code: -32602, message: err.message } };
+      throw err;
     }
   }
 
@@ -227,7 +283,7 @@ export class ModernFace {
     envelope: Envelope | null,
     callId: string,
     signal: AbortSignal,
-  ): Promise<{ result: Record<string, unknown> } | { error: { code: number; message: string } }> {
+  ): Promise<Answer> {
     const withInfo = (r: ModernCallResult) => {
       const own = (r as { _meta?: Record<string, unknown> })._meta;
       return { result: { ...r, _meta: { ...own, [SERVER_INFO_KEY]: this.#o.serverInfo } } };
@@ -246,9 +302,11 @@ export class ModernFace {
       return withInfo({ ...refusal(e, null), resultType: "complete" });
     }
     const info = envelope?.[CLIENT_INFO_KEY];
+    const capabilities = envelope?.[CLIENT_CAPABILITIES_KEY];
     const caller = {
       client: info ? `${info.name}/${info.version}` : null,
-      urlElicitation: envelope?.[CLIENT_CAPABILITIES_KEY]?.elicitation?.url !== undefined,
+      urlElicitation: capabilities?.elicitation?.url !== undefined,
+      tasks: capabilities?.extensions?.[TASKS_EXTENSION] !== undefined,
     };
     try {
       return withInfo(
@@ -308,10 +366,11 @@ function checkEra(req: IncomingMessage, m: Message): Envelope | null {
         ? "Header mismatch: Mcp-Method is required"
         : `Header mismatch: Mcp-Method ${method}`,
     );
-  if (m.method === "tools/call") {
+  if (m.method === "tools/call" || TASK_METHODS.has(m.method)) {
+    const field = m.method === "tools/call" ? "name" : "taskId";
     const name = header(req, "mcp-name");
-    if (name === undefined || decodeHeaderValue(name) !== m.params?.name)
-      throw new Rejection(400, HEADER_MISMATCH, "Header mismatch: Mcp-Name must be params.name");
+    if (name === undefined || decodeHeaderValue(name) !== m.params?.[field])
+      throw new Rejection(400, HEADER_MISMATCH, `Header mismatch: Mcp-Name must be params.${field}`);
   }
   return parsed.data;
 }

@@ -57,6 +57,7 @@ import { GovernedCalls, refusal } from "./calls.js";
 import { header, jsonRpcError, readBody } from "./http.js";
 import { isModernRequest, ModernFace } from "./modern.js";
 import { ModernCalls } from "./modern-calls.js";
+import { ModernTasks } from "./modern-tasks.js";
 import { OperationMetrics } from "./operation-metrics.js";
 import { originAllowed } from "./origin.js";
 import { RequestStates, stateKey } from "./request-state.js";
@@ -138,9 +139,17 @@ export class McpFace {
       maxPayloadBytes: options.maxPayloadBytes,
       log: options.log,
     });
+    const modernTasks = new ModernTasks({
+      store: this.#tasks,
+      agentName: options.agentName,
+      ttlMs: this.#o.taskTtlMs,
+      pollIntervalMs: 1000,
+      log: options.log,
+    });
     this.#modernCalls = new ModernCalls({
       governor: options.governor,
       calls: this.#calls,
+      tasks: modernTasks,
       states: new RequestStates(stateKey(this.#o.stateSecret, options.agentName, options.upstream.name)),
       holdMs: this.#o.modernHoldMs,
     });
@@ -148,6 +157,7 @@ export class McpFace {
       governor: options.governor,
       tools: this.#tools,
       calls: this.#modernCalls,
+      tasks: modernTasks,
       serverInfo: SERVER_INFO,
       log: options.log,
       operations: this.#operations,
@@ -417,14 +427,7 @@ export class McpFace {
    */
   async #cancelTask(taskId: string): Promise<void> {
     const running = this.#running.get(taskId);
-    if (!running) return;
-    const reason = "the MCP client cancelled the task";
-    const approvalId =
-      running.chainId !== null && running.input !== null
-        ? this.#o.governor.withdraw(running.chainId, running.input, null, reason)
-        : null;
-    running.controller.abort(new GatewayError(ErrorCode.CANCELLED, reason));
-    if (approvalId) await this.#o.governor.withdrawApproval(approvalId, reason);
+    if (running) await this.#calls.withdraw(running, "the MCP client cancelled the task");
   }
 
   /**

@@ -45,12 +45,16 @@ export interface Session extends ChainOwner {
   active: number;
 }
 
-/** A task-augmented call in progress. */
-export interface RunningTask {
-  session: Session;
+/** A task's governed call in progress: what withdrawing it needs (GovernedCalls.withdraw). */
+export interface RunningCall {
   chainId: string | null;
   input: InvokeInput | null;
   controller: AbortController;
+}
+
+/** A task-augmented call of a legacy session in progress. */
+export interface RunningTask extends RunningCall {
+  session: Session;
 }
 
 /** What a waiting call does with status updates. */
