@@ -17,7 +17,7 @@
 // when the run outlives deadlineMs.
 
 import http from "node:http";
-import { createRequire } from "node:module";
+import { loadGateway } from "./gateway.mjs";
 
 const [cmd, arg] = process.argv.slice(2);
 
@@ -26,18 +26,7 @@ if (cmd === "serve") {
   setInterval(() => {}, 1 << 30);
 } else if (cmd === "run") {
   const opts = JSON.parse(arg);
-  const require = createRequire("/app/package.json");
-  const grpc = require("@grpc/grpc-js");
-  const loader = require("@grpc/proto-loader");
-  const definition = loader.loadSync("tollgate/v1/gateway.proto", {
-    keepCase: true,
-    longs: String,
-    enums: String,
-    defaults: true,
-    oneofs: true,
-    includeDirs: ["/app/proto"],
-  });
-  const Gateway = grpc.loadPackageDefinition(definition).tollgate.v1.ToolGateway;
+  const { grpc, Gateway } = loadGateway();
   const client = new Gateway(
     process.env.AGENT_SIDECAR ?? "127.0.0.1:50051",
     grpc.credentials.createInsecure(),

@@ -8,20 +8,9 @@
 // As bench/sidecar-overhead/minimal.ts, which the out-of-cluster benchmark uses.
 //   env DECISION_URL, UPSTREAM_URL, PORT (default 50061); stops on SIGTERM.
 import http from "node:http";
-import { createRequire } from "node:module";
+import { loadGateway } from "./gateway.mjs";
 
-const require = createRequire("/app/package.json");
-const grpc = require("@grpc/grpc-js");
-const loader = require("@grpc/proto-loader");
-const definition = loader.loadSync("tollgate/v1/gateway.proto", {
-  keepCase: true,
-  longs: String,
-  enums: String,
-  defaults: true,
-  oneofs: true,
-  includeDirs: ["/app/proto"],
-});
-const Gateway = grpc.loadPackageDefinition(definition).tollgate.v1.ToolGateway;
+const { grpc, Gateway } = loadGateway();
 const agent = new http.Agent({ keepAlive: true, maxSockets: 64, timeout: 30_000 });
 const decisionUrl = process.env.DECISION_URL;
 const upstreamUrl = new URL(process.env.UPSTREAM_URL);

@@ -35,7 +35,10 @@ export interface LoadRound {
   relay: number[];
 }
 
-/** The scripts bench/cluster/`files` as a ConfigMap `bench-scripts` in `ns`. */
+/** The in-pod gRPC definition loader the scripts import (test/cluster/fixtures/gateway.mjs). */
+const GATEWAY = path.join(ROOT, "test/cluster/fixtures/gateway.mjs");
+
+/** The scripts bench/cluster/`files` (and gateway.mjs) as a ConfigMap `bench-scripts` in `ns`. */
 const scripts = (ns: string, ...files: string[]) =>
   k([
     "-n",
@@ -44,6 +47,7 @@ const scripts = (ns: string, ...files: string[]) =>
     "configmap",
     "bench-scripts",
     ...files.map((file) => `--from-file=${file}=${path.join(ROOT, "bench/cluster", file)}`),
+    `--from-file=gateway.mjs=${GATEWAY}`,
   ]);
 
 /** A one-container Deployment + Service `name` in `ns` running bench/cluster/`script` on `port`. */

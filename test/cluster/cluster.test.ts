@@ -369,6 +369,7 @@ describe("Tollgate in a kind cluster", () => {
       "configmap",
       "agent-script",
       `--from-file=agent.mjs=${path.join(ROOT, "test/cluster/fixtures/agent.mjs")}`,
+      `--from-file=gateway.mjs=${path.join(ROOT, "test/cluster/fixtures/gateway.mjs")}`,
     ]);
     await k(["apply", "-f", "-"], { input: agentDeployment("research-agent") });
     const pod = await readyAgentPod("research-agent");

@@ -71,6 +71,7 @@ const scriptConfigMap = (ns: string, file: string) =>
     "configmap",
     "faults-scripts",
     `--from-file=${file}=${path.join(ROOT, "test/cluster/fixtures", file)}`,
+    `--from-file=gateway.mjs=${path.join(ROOT, "test/cluster/fixtures/gateway.mjs")}`,
   ]);
 
 /** Runs fixtures/faults-agent.mjs in the agent container; its one JSON line. */
