@@ -4,7 +4,7 @@
  */
 import { type ChildProcess, execFileSync, spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { mkdirSync, mkdtempSync } from "node:fs";
+import { mkdirSync, mkdtempSync, openSync } from "node:fs";
 import os from "node:os";
 import path from "node:path";
 import { createInterface } from "node:readline";
@@ -59,7 +59,8 @@ export interface ServiceProcess {
  * `--import tsx src/service/main.ts`, e.g. a built `dist/service.js`; plus `nodeArgs` such as
  * --cpu-prof) on a free port; resolves when /readyz answers. `databaseUrl` null: embedded
  * PGlite in a fresh data directory. `adminToken` is `env.TOLLGATE_ADMIN_TOKEN` when given, else
- * a fresh one.
+ * a fresh one. The service's log (warn and above) goes to bench/results/logs/service-<port>.log,
+ * so that an error answer in a run can be explained afterwards.
  */
 export async function startServiceProcess(
   databaseUrl: string | null,
@@ -70,6 +71,9 @@ export async function startServiceProcess(
   const port = await freePort();
   // Replicas of one deployment pass the same TOLLGATE_ADMIN_TOKEN in `env`.
   const adminToken = env.TOLLGATE_ADMIN_TOKEN ?? `tga_${randomBytes(32).toString("base64url")}`;
+  const logDir = path.join(repoRoot, "bench/results/logs");
+  mkdirSync(logDir, { recursive: true });
+  const log = openSync(path.join(logDir, `service-${port}.log`), "w");
   const proc = spawn(process.execPath, [...nodeArgs, ...entry], {
     cwd: repoRoot,
     env: {
@@ -83,7 +87,7 @@ export async function startServiceProcess(
       DATABASE_POOL_MAX: "20",
       ...env,
     },
-    stdio: ["ignore", "ignore", "pipe"],
+    stdio: ["ignore", log, "pipe"],
   });
   let stderr = "";
   proc.stderr!.on("data", (d) => (stderr = (stderr + d).slice(-4000)));

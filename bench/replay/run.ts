@@ -30,7 +30,7 @@ import { readFileSync } from "node:fs";
 import { parseArgs } from "node:util";
 import pg from "pg";
 import { CHAIN_PAGE } from "../../src/service/replay/replay.js";
-import { RowColumn, replayPage } from "../../src/service/replay/store.js";
+import { beginReplayReads, RowColumn, replayPage } from "../../src/service/replay/store.js";
 import { api, benchOrg, startDatabase, startServiceProcess } from "../lib/parts.js";
 import { cpuSeconds, machineIdle } from "../lib/proc.js";
 import { progress, report } from "../lib/report.js";
@@ -121,7 +121,8 @@ function actionOf(c: number, i: number) {
  */
 async function readAlone(db: pg.Client, orgId: string, from: Date, to: Date): Promise<number> {
   const q = { query: (text: never, values?: unknown[]) => db.query(text, values) as never };
-  await db.query("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY");
+  await db.query("BEGIN");
+  await beginReplayReads(q);
   const t0 = performance.now();
   let events = 0;
   for (let afterId = "00000000-0000-0000-0000-000000000000"; ; ) {

@@ -54,7 +54,7 @@ import type { InvokeResponse__Output } from "../../sidecar/generated/tollgate/v1
 import { createGatewayClient } from "../../sidecar/wire/proto.js";
 import { jsonToStruct } from "../../sidecar/wire/struct.js";
 import { benchOrg, buildBundles, startDatabase, startServiceProcess, teardown } from "../lib/parts.js";
-import { cpuSeconds, rssBytes } from "../lib/proc.js";
+import { anonRssBytes, cpuSeconds, rssBytes } from "../lib/proc.js";
 import { runAtRate } from "../lib/rate.js";
 import { progress, report } from "../lib/report.js";
 import { SERVICE_NODE_OPTIONS } from "../lib/service-flags.js";
@@ -107,6 +107,12 @@ interface Sample {
   rss: Record<Part, number>;
   heap: Record<Part, number>;
   old: Record<Part, number>;
+  /** RssAnon: the process's own pages (VmRSS less the shared pages of the `node` executable). */
+  anon: Record<Part, number>;
+  /** The V8 heap's committed size (nodejs_heap_size_total_bytes). */
+  heapTotal: Record<Part, number>;
+  /** Memory of JS objects held outside the V8 heap (nodejs_external_memory_bytes, Buffers included). */
+  external: Record<Part, number>;
 }
 
 /** One latency window. */
@@ -128,7 +134,9 @@ interface Window {
  * its old space, in MiB.
  * @throws Error when a gauge is missing.
  */
-async function heapUsedMib(metricsUrl: string): Promise<{ used: number; old: number }> {
+async function heapUsedMib(
+  metricsUrl: string,
+): Promise<{ used: number; old: number; total: number; external: number }> {
   const lines = (await (await fetch(metricsUrl)).text()).split("\n");
   const gauge = (name: string) => {
     const line = lines.find((l) => l.startsWith(`${name} `));
@@ -138,6 +146,8 @@ async function heapUsedMib(metricsUrl: string): Promise<{ used: number; old: num
   return {
     used: gauge("nodejs_heap_size_used_bytes"),
     old: gauge('nodejs_heap_space_size_used_bytes{space="old"}'),
+    total: gauge("nodejs_heap_size_total_bytes"),
+    external: gauge("nodejs_external_memory_bytes"),
   };
 }
 
@@ -311,6 +321,9 @@ async function main() {
           rss,
           heap: { sidecar: s!.used, service: v!.used },
           old: { sidecar: s!.old, service: v!.old },
+          anon: { sidecar: anonRssBytes(pids.sidecar) / MiB, service: anonRssBytes(pids.service) / MiB },
+          heapTotal: { sidecar: s!.total, service: v!.total },
+          external: { sidecar: s!.external, service: v!.external },
         });
       } catch (err) {
         sampleErrors++;
@@ -376,6 +389,19 @@ async function main() {
           met: value <= SLOPE_TARGET_MIB_PER_10_MIN,
         });
       }
+      // Where RSS growth lives (no target): the process's own pages, V8's committed heap, the
+      // memory outside it (malloc: sockets, pg, zlib, code), and Buffers/external memory.
+      for (const [kind, pick] of [
+        ["RssAnon", (s: Sample) => s.anon[part]],
+        ["V8 heap committed", (s: Sample) => s.heapTotal[part]],
+        ["RssAnon outside the V8 heap", (s: Sample) => s.anon[part] - s.heapTotal[part]],
+        ["external memory", (s: Sample) => s.external[part]],
+      ] as const)
+        rows.push(
+          infoRow("soak", `${part} ${kind} slope after ${warmupMinutes} min warm-up`, "MiB/10 min", [
+            slopeOf(pick),
+          ]),
+        );
       rows.push(infoRow("soak", `${part} RSS at the end`, "MiB", [samples.at(-1)!.rss[part]]));
     }
     for (const w of results) {

@@ -47,6 +47,7 @@ import { ApiError, badRequest } from "../errors.js";
 import { effectiveOrgConfig, listPolicies, orgById } from "../orgs/orgs.js";
 import {
   chainOfRow,
+  beginReplayReads,
   eventOfRow,
   exceptionsInForce,
   type ReplayChainRow,
@@ -428,7 +429,7 @@ export async function replayPolicy(
   const pageChains = opts.pageChains ?? CHAIN_PAGE;
 
   return db.tx(async (q) => {
-    await q.query("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY");
+    await beginReplayReads(q);
     const org = await orgById(q, opts.orgId);
     const policies = await listPolicies(q, opts.orgId);
     const name = body.replace ?? body.name ?? DEFAULT_CANDIDATE_NAME;
