@@ -12,17 +12,13 @@
  * service, the machine's idle share and load average — on a shared machine the wall rate follows
  * the CPU the replay got.
  *
- * Two service processes on the same database answer by turns: one with TOLLGATE_REPLAY_WORKER=auto
- * (pages decided on a worker thread on a machine with two cores) and one with
- * TOLLGATE_REPLAY_WORKER=off (decided inline, the default); the worker row's ratio is to the inline one of
- * the same run, and the bench fails if their answers differ (duration_ms aside).
- * The floor beside them: the same pages read alone (src/service/replay/store.ts replayPage, its
- * query and pg's parsing of its rows, page after page in one READ ONLY transaction, from this
- * process), as events per second — the rate a replay cannot pass while it reads its pages one
- * after another, whatever deciding costs.
+ * The baseline, measured by turns with the replays: the same pages read alone
+ * (src/service/replay/store.ts replayPage, its query and pg's parsing of its rows, page after page
+ * in one READ ONLY transaction, from this process), as events per second — the rate a replay
+ * cannot pass while it reads its pages one after another, whatever deciding costs. The bench
+ * fails if two replays of a candidate answer differently (duration_ms aside).
  *
- * `--profile` runs the service with --cpu-prof into bench/results/profiles/replay/ (its replay
- * worker thread writes a profile of its own there).
+ * `--profile` runs the service with --cpu-prof into bench/results/profiles/replay/.
  *
  *   npx tsx bench/replay/run.ts [--recorded 20000] [--events 100000] [--repeats 3] [--quick] [--profile]
  */
@@ -210,98 +206,63 @@ async function main() {
     progress(`${rows[0].n} events in the database (${copies} copies)`);
 
     const to = new Date(Date.now() + 60_000).toISOString();
+    const orgId = (await db.query("SELECT id FROM organizations WHERE slug = 'bench'")).rows[0].id as string;
     const rowsOut: ResultRow[] = [];
     const lasts: Record<string, unknown> = {};
-    // The same replays decided inline, by a second service process on the same database
-    // (TOLLGATE_REPLAY_WORKER=off), run by turns with the first: a same-run ratio.
-    const inline = await startServiceProcess(
-      cluster.urlOf("tollgate"),
-      { TOLLGATE_ADMIN_TOKEN: svc.adminToken, TOLLGATE_REPLAY_WORKER: "off" },
-      nodeArgs,
-    );
-    const modes = [
-      { mode: "worker thread", proc: svc },
-      { mode: "inline", proc: inline },
-    ] as const;
-    try {
-      for (const [label, candidate] of [
-        ["CEL + thresholds candidate", CANDIDATE],
-        ["thresholds-only candidate", { ...BASE, cumulative_financial_threshold_usd: 5000 }],
-      ] as const) {
-        const body = { candidate, replace: "base", from, to, max_events: 200_000, sample_size: 20 };
-        const replay = (s: typeof svc) =>
-          api(`${s.url}/v1/admin/organizations/bench/policies/replay`, s.adminToken, "POST", body);
-        const runs = modes.map(() => ({
-          service: [] as number[],
-          wall: [] as number[],
-          perCpu: [] as number[],
-        }));
-        const answers = new Set<string>();
-        // One warm-up replay each (JIT, plans, the worker's start), then the measured ones by turns.
-        for (const { proc } of modes) await replay(proc);
-        for (let r = 0; r < repeats; r++) {
-          for (const [k, { mode, proc }] of modes.entries()) {
-            const cpu0 = cpuSeconds(proc.proc.pid!);
-            const idle = machineIdle();
-            const load = readFileSync("/proc/loadavg", "utf8").split(" ")[0];
-            const t0 = performance.now();
-            const answer = await replay(proc);
-            const ms = performance.now() - t0;
-            const idleShare = idle();
-            const svcCpu = cpuSeconds(proc.proc.pid!) - cpu0;
-            runs[k]!.perCpu.push(answer.events_replayed / svcCpu);
-            runs[k]!.service.push(answer.events_replayed / (answer.duration_ms / 1000));
-            runs[k]!.wall.push(answer.events_replayed / (ms / 1000));
-            answers.add(JSON.stringify({ ...answer, duration_ms: 0 }));
-            lasts[label] = { ...answer, sample: answer.sample.length };
-            progress(
-              `${label}, ${mode}, run ${r + 1}: ${answer.events_replayed} events replayed in ${answer.duration_ms} ms (${Math.round(runs[k]!.service.at(-1)!)} events/s; service CPU ${svcCpu.toFixed(2)} s, machine idle ${(idleShare * 100).toFixed(0)}%, load average ${load}; changed ${answer.changed}: ${JSON.stringify(answer.changes)})`,
-            );
-          }
-        }
-        if (answers.size !== 1) throw new Error(`${label}: the replays answered differently`);
-        for (const [k, { mode }] of modes.entries()) {
-          const { service, wall, perCpu } = runs[k]!;
-          const value = median(service);
-          const what = `${label}, ${mode}`;
-          rowsOut.push(
-            {
-              benchmark: "replay",
-              figure: `events replayed per second (${(lasts[label] as { events_replayed: number }).events_replayed} events, ${what})`,
-              value: Math.round(value),
-              unit: "events/s",
-              baseline: k === 0 ? "inline, same run" : "—",
-              baselineValue: k === 0 ? Math.round(median(runs[1]!.service)) : null,
-              ratio: k === 0 ? value / median(runs[1]!.service) : null,
-              better: "higher",
-              target: `≥ ${TARGET} events/s`,
-              met: value >= TARGET,
-              spreadPct: spreadPct(service),
-              repeats,
-            },
-            higherInfo(`events replayed per CPU-second of the service (${what})`, perCpu),
-            higherInfo(
-              `events replayed per second, client wall time (${what}, HTTP round trip included)`,
-              wall,
-            ),
-          );
-        }
+    for (const [label, candidate] of [
+      ["CEL + thresholds candidate", CANDIDATE],
+      ["thresholds-only candidate", { ...BASE, cumulative_financial_threshold_usd: 5000 }],
+    ] as const) {
+      const body = { candidate, replace: "base", from, to, max_events: 200_000, sample_size: 20 };
+      const replay = () =>
+        api(`${svc.url}/v1/admin/organizations/bench/policies/replay`, svc.adminToken, "POST", body);
+      const service: number[] = [];
+      const wall: number[] = [];
+      const perCpu: number[] = [];
+      const floor: number[] = [];
+      const answers = new Set<string>();
+      // One warm-up replay (JIT, plans), then replays and floor reads by turns.
+      await replay();
+      for (let r = 0; r < repeats; r++) {
+        const cpu0 = cpuSeconds(svc.proc.pid!);
+        const idle = machineIdle();
+        const load = readFileSync("/proc/loadavg", "utf8").split(" ")[0];
+        const t0 = performance.now();
+        const answer = await replay();
+        const ms = performance.now() - t0;
+        const idleShare = idle();
+        const svcCpu = cpuSeconds(svc.proc.pid!) - cpu0;
+        perCpu.push(answer.events_replayed / svcCpu);
+        service.push(answer.events_replayed / (answer.duration_ms / 1000));
+        wall.push(answer.events_replayed / (ms / 1000));
+        answers.add(JSON.stringify({ ...answer, duration_ms: 0 }));
+        lasts[label] = { ...answer, sample: answer.sample.length };
+        floor.push(await readAlone(db, orgId, new Date(from), new Date(to)));
+        progress(
+          `${label}, run ${r + 1}: ${answer.events_replayed} events replayed in ${answer.duration_ms} ms (${Math.round(service.at(-1)!)} events/s; service CPU ${svcCpu.toFixed(2)} s, machine idle ${(idleShare * 100).toFixed(0)}%, load average ${load}; changed ${answer.changed}: ${JSON.stringify(answer.changes)}); the same pages read alone ${Math.round(floor.at(-1)!)} events/s`,
+        );
       }
-    } finally {
-      await inline.stop();
-    }
-    const orgId = (await db.query("SELECT id FROM organizations WHERE slug = 'bench'")).rows[0].id as string;
-    const floor: number[] = [];
-    for (let r = 0; r < repeats; r++) {
-      const idle = machineIdle();
-      floor.push(await readAlone(db, orgId, new Date(from), new Date(to)));
-      progress(
-        `pages read alone run ${r + 1}: ${Math.round(floor.at(-1)!)} events/s (machine idle ${(idle() * 100).toFixed(0)}%)`,
+      if (answers.size !== 1) throw new Error(`${label}: the replays answered differently`);
+      const value = median(service);
+      rowsOut.push(
+        {
+          benchmark: "replay",
+          figure: `events replayed per second (${(lasts[label] as { events_replayed: number }).events_replayed} events, ${label})`,
+          value: Math.round(value),
+          unit: "events/s",
+          baseline: "the same pages read alone (no deciding), by turns",
+          baselineValue: Math.round(median(floor)),
+          ratio: value / median(floor),
+          better: "higher",
+          target: `≥ ${TARGET} events/s`,
+          met: value >= TARGET,
+          spreadPct: spreadPct(service),
+          repeats,
+        },
+        higherInfo(`events replayed per CPU-second of the service (${label})`, perCpu),
+        higherInfo(`events replayed per second, client wall time (${label}, HTTP round trip included)`, wall),
       );
     }
-    rowsOut.push(
-      higherInfo("events read per second, the same pages read alone (the floor: no deciding)", floor),
-    );
     report("replay", rowsOut, {
       last: lasts,
       record_seconds: recordSecs,

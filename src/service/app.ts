@@ -44,7 +44,6 @@ import {
 import { verificationRoutes } from "./receipts/routes.js";
 import { SigningKeys } from "./receipts/signing-keys.js";
 import { replayRoutes } from "./replay/routes.js";
-import { serviceReplayDecider } from "./replay/worker-pool.js";
 import { deriveKey } from "./secrets.js";
 import { registerRequestTracing } from "./tracing.js";
 
@@ -63,8 +62,6 @@ export interface ServiceOptions {
   log?: Logger;
   /** Durable job poll interval in ms; 0 disables the scheduler (tests run jobs by hand). */
   schedulerIntervalMs?: number;
-  /** Replays decide on a worker thread ("auto", with 2+ cores) or inline ("off", the default). */
-  replayWorker?: "auto" | "off";
   defaultMetrics?: boolean;
   /** Approval mail delivery (outbox worker, polls every schedulerIntervalMs); unset keeps mail queued. */
   smtp?: SmtpConfig;
@@ -223,9 +220,7 @@ export async function buildService(opts: ServiceOptions): Promise<Service> {
   await app.register(adminRoutes, { db, clock, configs, apiKeys });
   await app.register(keyRoutes, { db, clock, signingKeys, receiptHmacKeys: ctx.receiptHmacKeys });
   await app.register(outcomeRoutes, { db });
-  const replayDecider = serviceReplayDecider(opts.replayWorker ?? "off");
-  app.addHook("onClose", () => replayDecider.close());
-  await app.register(replayRoutes, { db, decider: replayDecider });
+  await app.register(replayRoutes, { db });
   await app.register(verificationRoutes, {
     db,
     clock,

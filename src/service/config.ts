@@ -44,7 +44,6 @@ const EnvSchema = z.object({
   TOLLGATE_ROTATE_KEYS: z.string().max(4096).optional(),
   TOLLGATE_REVOKE_KEYS: z.string().max(65_536).optional(),
   TOLLGATE_TOKEN_REVIEW_CACHE_SECONDS: z.coerce.number().min(0).max(600).default(10),
-  TOLLGATE_REPLAY_WORKER: z.enum(["auto", "off"]).default("off"),
   KUBERNETES_SERVICE_HOST: z.string().optional(),
   ...SmtpEnvSchema.shape,
   ...OidcEnvSchema.shape,
@@ -66,8 +65,6 @@ export interface ServiceConfig {
   /** Bearer token of the service operator (the Kubernetes operator, bootstrap). */
   adminToken: string;
   schedulerIntervalMs: number;
-  /** Where replays decide their pages: "auto" a worker thread when there are two cores, "off" (default) inline. */
-  replayWorker: "auto" | "off";
   logLevel: string;
   /** Approval mail delivery; undefined leaves mail queued in the outbox. */
   smtp?: SmtpConfig;
@@ -116,7 +113,6 @@ const help = `Environment:
   TOLLGATE_TOKEN_AUDIENCE      audience workload tokens must carry (default tollgate)
   TOLLGATE_TRUST_DOMAIN        SPIFFE trust domain of recorded identities (default cluster.local)
   TOLLGATE_TOKEN_REVIEW_CACHE_SECONDS  how long a reviewed token is remembered, at most (default 10)
-  TOLLGATE_REPLAY_WORKER       auto|off: replays decide on a worker thread with 2+ cores (auto) or inline (off, default)
   TOLLGATE_ROTATE_KEYS         JSON {receipt?, approval?, receipt_hmac?}: a new token rotates that key at start
   TOLLGATE_REVOKE_KEYS         JSON [{kind, kid, revoked_at, organization?, reason?}]: keys revoked at start
   SMTP_HOST, SMTP_PORT         approval mail server; unset keeps mail queued in the outbox
@@ -204,7 +200,6 @@ export async function loadConfig(argv: string[], env: NodeJS.ProcessEnv): Promis
     masterKey,
     adminToken,
     schedulerIntervalMs: e.TOLLGATE_SCHEDULER_INTERVAL_MS,
-    replayWorker: e.TOLLGATE_REPLAY_WORKER,
     logLevel: e.LOG_LEVEL,
     ...(smtp && { smtp }),
     ...(oidc && { oidc }),
@@ -260,7 +255,6 @@ export function describeConfig(c: ServiceConfig): Record<string, unknown> {
     databasePoolMax: c.databasePoolMax,
     publicUrl: c.publicUrl,
     schedulerIntervalMs: c.schedulerIntervalMs,
-    replayWorker: c.replayWorker,
     logLevel: c.logLevel,
     masterKey: "(set)",
     adminToken: "(set)",

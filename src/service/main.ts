@@ -54,7 +54,6 @@ async function main(): Promise<void> {
     publicUrl: config.publicUrl,
     log,
     schedulerIntervalMs: config.schedulerIntervalMs,
-    replayWorker: config.replayWorker,
     smtp: config.smtp,
     oidc: config.oidc,
   });

@@ -114,7 +114,6 @@ describe("the production build (npm run build)", () => {
         TOLLGATE_DATA_DIR: dataDir,
         TOLLGATE_ADMIN_TOKEN: adminToken,
         TOLLGATE_MASTER_KEY: randomBytes(32).toString("hex"),
-        TOLLGATE_REPLAY_WORKER: "auto",
       },
       `${serviceUrl}/readyz`,
     );
@@ -180,21 +179,6 @@ describe("the production build (npm run build)", () => {
     } finally {
       client.close();
     }
-  });
-
-  it("replays on its worker thread from dist/replay-worker.js", async () => {
-    const to = new Date();
-    const r = await fetch(`${serviceUrl}/v1/admin/organizations/built/policies/replay`, {
-      method: "POST",
-      headers: { authorization: `Bearer ${adminToken}`, "content-type": "application/json" },
-      body: JSON.stringify({
-        candidate: { financial_approval_threshold_usd: 1 },
-        from: new Date(to.getTime() - 3_600_000).toISOString(),
-        to: to.toISOString(),
-      }),
-    });
-    expect(r.status, await r.clone().text()).toBe(200);
-    expect(await r.json()).toMatchObject({ events_read: 0, chains_read: 0, truncated: false });
   });
 
   it("drains both on SIGTERM (exit 0)", async () => {

@@ -13,7 +13,7 @@
  */
 import { mkdtempSync, writeFileSync } from "node:fs";
 import { type AddressInfo, createServer } from "node:net";
-import os, { availableParallelism } from "node:os";
+import os from "node:os";
 import path from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type Io, main } from "../../src/cli/main.js";
@@ -21,9 +21,7 @@ import { type ReplayRequest, ReplayRequestSchema } from "../../src/contract/v1/r
 import { type EvaluationInput, evaluate } from "../../src/policy/engine.js";
 import { mergePolicyConfig } from "../../src/policy/merge.js";
 import { type ChainActionSummary, type PolicyConfig, PolicyConfigSchema } from "../../src/policy/schema.js";
-import { type ConfigError, loadConfig } from "../../src/service/config.js";
-import { inlineDecider, type ReplayDecider, replayPolicy } from "../../src/service/replay/replay.js";
-import { serviceReplayDecider, WorkerDecider } from "../../src/service/replay/worker-pool.js";
+import { replayPolicy } from "../../src/service/replay/replay.js";
 import { startTestService, type TestService } from "../support/service.js";
 
 const CHAINS = 400;
@@ -399,71 +397,30 @@ describe("POST /v1/policies/replay", () => {
     expect(missing.statusCode).toBe(404);
   });
 
-  it("answers the same, byte for byte, decided inline or on the worker thread, in pages of any size", async () => {
-    const worker = new WorkerDecider();
-    try {
-      const answer = async (over: Partial<ReplayRequest>, decider: ReplayDecider, pageChains?: number) => {
-        const a = await replayPolicy(t.service.ctx.db, {
-          orgId: org.orgId,
-          body: ReplayRequestSchema.parse({
-            candidate: CANDIDATE,
-            replace: "base",
-            from: new Date(windowFrom).toISOString(),
-            to: new Date(windowTo).toISOString(),
-            sample_size: 100,
-            ...over,
-          }),
-          decider,
-          pageChains,
-        });
-        return JSON.stringify({ ...a, duration_ms: 0 });
-      };
-      for (const over of [{}, { max_events: 4321 }, { max_events: 25 }]) {
-        const inline = await answer(over, inlineDecider);
-        expect(JSON.parse(inline).changed).toBeGreaterThan(0);
-        expect(await answer(over, worker)).toBe(inline);
-        expect(await answer(over, worker, 37)).toBe(inline);
-        expect(await answer(over, inlineDecider, 37)).toBe(inline);
-      }
-      // Through the route (the service's own decider: inline by default).
-      const routed = await replay({ candidate: CANDIDATE, replace: "base", sample_size: 100 });
-      expect(JSON.stringify({ ...routed.json(), duration_ms: 0 })).toBe(await answer({}, inlineDecider));
-    } finally {
-      await worker.close();
+  it("answers the same, byte for byte, in pages of any size, directly and through the route", async () => {
+    const answer = async (over: Partial<ReplayRequest>, pageChains?: number) => {
+      const a = await replayPolicy(t.service.ctx.db, {
+        orgId: org.orgId,
+        body: ReplayRequestSchema.parse({
+          candidate: CANDIDATE,
+          replace: "base",
+          from: new Date(windowFrom).toISOString(),
+          to: new Date(windowTo).toISOString(),
+          sample_size: 100,
+          ...over,
+        }),
+        pageChains,
+      });
+      return JSON.stringify({ ...a, duration_ms: 0 });
+    };
+    for (const over of [{}, { max_events: 4321 }, { max_events: 25 }]) {
+      const whole = await answer(over);
+      expect(JSON.parse(whole).changed).toBeGreaterThan(0);
+      expect(await answer(over, 37)).toBe(whole);
+      expect(await answer(over, 1)).toBe(whole);
     }
-  });
-
-  it("a replay on a worker thread fails when a page fails or the worker exits; the next starts a new worker", async () => {
-    const worker = new WorkerDecider();
-    try {
-      // A page the worker cannot decide (a payload that is not JSON): that replay fails.
-      const broken = worker.open({} as never);
-      const row = Array.from({ length: 21 }, () => null as unknown);
-      [row[1], row[2], row[7]] = ["c", 1, "{"];
-      const page = { chains: [{ id: "c", started_at_ms: 0, policy_config: "{}" }], counts: [1], rows: [row] };
-      await expect(broken.page(page)).rejects.toThrow(/^replay worker: /);
-      await expect(broken.tally()).rejects.toThrow(/^replay worker: /);
-      const open = worker.open({} as never);
-      expect(await open.tally()).toMatchObject({ events_read: 0, chains_read: 0 });
-      await worker.close();
-      await expect(open.tally()).rejects.toThrow(/^replay worker: replay worker exited/);
-      expect(await worker.open({} as never).tally()).toMatchObject({ events_read: 0 });
-    } finally {
-      await worker.close();
-    }
-  });
-
-  it("TOLLGATE_REPLAY_WORKER: off (inline) by default, auto a worker thread with two cores", async () => {
-    const env = { TOLLGATE_MASTER_KEY: "ab".repeat(32), TOLLGATE_ADMIN_TOKEN: `tga_${"x".repeat(40)}` };
-    expect((await loadConfig([], env)).replayWorker).toBe("off");
-    expect((await loadConfig([], { ...env, TOLLGATE_REPLAY_WORKER: "auto" })).replayWorker).toBe("auto");
-    const bad = await loadConfig([], { ...env, TOLLGATE_REPLAY_WORKER: "on" }).catch((e: unknown) => e);
-    expect((bad as ConfigError).issues.join("\n")).toContain("TOLLGATE_REPLAY_WORKER");
-    const auto = serviceReplayDecider("auto");
-    const off = serviceReplayDecider("off");
-    expect(auto instanceof WorkerDecider).toBe(availableParallelism() > 1);
-    expect(off instanceof WorkerDecider).toBe(false);
-    await Promise.all([auto.close(), off.close()]);
+    const routed = await replay({ candidate: CANDIDATE, replace: "base", sample_size: 100 });
+    expect(JSON.stringify({ ...routed.json(), duration_ms: 0 })).toBe(await answer({}));
   });
 
   it("is for organization admins: a client key gets 403, no credentials 401", async () => {

@@ -46,8 +46,8 @@ import type { Database } from "../db/pool.js";
 import { ApiError, badRequest } from "../errors.js";
 import { effectiveOrgConfig, listPolicies, orgById } from "../orgs/orgs.js";
 import {
-  chainOfRow,
   beginReplayReads,
+  chainOfRow,
   eventOfRow,
   exceptionsInForce,
   type ReplayChainRow,
@@ -68,7 +68,7 @@ export type ReplayTally = Pick<
   "events_read" | "events_replayed" | "chains_read" | "changed" | "changes" | "sample"
 >;
 
-/** A Replayer's options: plain data (structured-cloneable, handed to the replay worker thread). */
+/** A Replayer's options. */
 export interface ReplayerOptions {
   /** The organization's effective configuration with the candidate combined in. */
   config: PolicyConfig;
@@ -83,7 +83,7 @@ export interface ReplayerOptions {
 /**
  * The chains of one page to decide, in order: chain k has `counts[k]` rows in `rows`, the rows of
  * chain 0 first. A chain's rows are its events from sequence 1 up to the first gap (replayPolicy
- * cuts them there: the events a Replayer reads). Plain data (posted to the worker thread).
+ * cuts them there: the events a Replayer reads).
  */
 export interface PageToDecide {
   chains: ReplayChainRow[];
@@ -331,37 +331,6 @@ export class Replayer {
   }
 }
 
-/** Decides a replay's pages, in the order given: inline, or on a worker thread (worker-pool.ts). */
-export interface ReplayDecider {
-  /** Starts deciding one replay with `options`. */
-  open(options: ReplayerOptions): DecisionSession;
-}
-
-/** One replay's decisions (see ReplayDecider). */
-export interface DecisionSession {
-  /**
-   * Decides `page` after the pages given before it; resolves once it is decided.
-   * @throws Error when it cannot be decided (the replay fails: nothing is answered from it).
-   */
-  page(page: PageToDecide): Promise<void>;
-  /** What was decided, after every page given. @throws Error as page(). */
-  tally(): Promise<ReplayTally>;
-  /** Drops the session's state, whatever it is in (called once the replay ends, also on error). */
-  close(): void;
-}
-
-/** Decides pages on the calling thread, as each is given. */
-export const inlineDecider: ReplayDecider = {
-  open(options) {
-    const replayer = new Replayer(options);
-    return {
-      page: async (page) => replayer.page(page),
-      tally: async () => replayer.tally(),
-      close: () => {},
-    };
-  },
-};
-
 /**
  * Groups a page's rows by chain, each chain's rows cut at its first gap in the sequence (those a
  * Replayer reads: its events from sequence 1 on, in order).
@@ -401,12 +370,10 @@ const FIRST_CHAIN_ID = "00000000-0000-0000-0000-000000000000";
 /**
  * Replays `body.candidate` over the organization's events recorded in [from, to) (see the module
  * comment). Reads at most `max_events` events and runs at most REPLAY_TIME_LIMIT_MS; past either
- * it stops and answers `truncated`. This thread reads the pages; `decider` decides them (default
- * inline; worker-pool.ts: on a worker thread, one page at a time while this thread reads the
- * next), with the same answer either way.
+ * it stops and answers `truncated`. Each page is decided while PostgreSQL reads the next.
  * @throws ApiError 400 TG_ERR_VALIDATION `body.replace` naming no policy of the organization,
  *   `body.name` naming one that exists, `body.candidate` when the combined configuration is
- *   invalid; 404 when the organization does not exist. Error (a 500) when the decider fails.
+ *   invalid; 404 when the organization does not exist.
  */
 export async function replayPolicy(
   db: Database,
@@ -414,7 +381,6 @@ export async function replayPolicy(
     orgId: string;
     body: ReplayRequest;
     timeLimitMs?: number;
-    decider?: ReplayDecider;
     /** Chains per page (default CHAIN_PAGE; the tests read smaller pages). */
     pageChains?: number;
   },
@@ -450,7 +416,7 @@ export async function replayPolicy(
       if (err instanceof ApiError) throw err;
       throw fieldError("body.candidate", `the combined configuration is invalid: ${(err as Error).message}`);
     }
-    const session = (opts.decider ?? inlineDecider).open({
+    const replayer = new Replayer({
       config,
       orgEnvironment: org.environment,
       exceptions: await exceptionsInForce(q, { orgId: opts.orgId, from, to }),
@@ -473,8 +439,6 @@ export async function replayPolicy(
       FIRST_CHAIN_ID,
       body.max_events,
     );
-    // The page being decided (on the worker thread, while this one reads the next).
-    let deciding: Promise<void> = Promise.resolve();
     try {
       while (next !== null) {
         const ahead = await next;
@@ -492,10 +456,7 @@ export async function replayPolicy(
         else next = read(page[page.length - 1]![RowColumn.chainId] as string, budget - page.length);
         const toDecide = pageToDecide(page);
         eventsRead += toDecide.rows.length;
-        await deciding;
-        deciding = session.page(toDecide);
-        // Awaited before the next page or the tally; a failure meanwhile is not unhandled.
-        deciding.catch(() => undefined);
+        replayer.page(toDecide);
         if (cut) {
           truncatedBy = "max_events";
           break;
@@ -505,8 +466,7 @@ export async function replayPolicy(
           break;
         }
       }
-      await deciding;
-      const tally = await session.tally();
+      const tally = replayer.tally();
       return {
         from: from.toISOString(),
         to: to.toISOString(),
@@ -518,7 +478,6 @@ export async function replayPolicy(
         truncated_by: truncatedBy,
       };
     } finally {
-      session.close();
       // A read-ahead left when stopping early: let it finish before the transaction ends.
       await next?.catch(() => undefined);
     }

@@ -15,13 +15,11 @@ import { guard } from "../auth.js";
 import type { Database } from "../db/pool.js";
 import { notFound, unauthorized } from "../errors.js";
 import { orgBySlug } from "../orgs/orgs.js";
-import { type ReplayDecider, replayPolicy } from "./replay.js";
+import { replayPolicy } from "./replay.js";
 
 /** What the replay routes use. */
 export interface ReplayRouteDeps {
   db: Database;
-  /** Decides the pages (worker-pool.ts serviceReplayDecider). */
-  decider: ReplayDecider;
 }
 
 /** The replay routes (see the module comment). 401 without credentials, 403 for a non-admin. */
@@ -29,7 +27,7 @@ export const replayRoutes: FastifyPluginAsyncZod<ReplayRouteDeps> = async (app, 
   const schema = { body: ReplayRequestSchema, response: { 200: ReplayResponseSchema } };
   app.post("/v1/policies/replay", { schema }, async (req) => {
     const orgId = guard.admin(req.principal);
-    return replayPolicy(deps.db, { orgId, body: req.body, decider: deps.decider });
+    return replayPolicy(deps.db, { orgId, body: req.body });
   });
 
   app.post(
@@ -40,7 +38,7 @@ export const replayRoutes: FastifyPluginAsyncZod<ReplayRouteDeps> = async (app, 
       const callerOrg = req.principal.kind === "service_admin" ? null : guard.admin(req.principal);
       const org = await orgBySlug(deps.db, req.params.slug);
       if (callerOrg !== null && callerOrg !== org.id) throw notFound("Organization");
-      return replayPolicy(deps.db, { orgId: org.id, body: req.body, decider: deps.decider });
+      return replayPolicy(deps.db, { orgId: org.id, body: req.body });
     },
   );
 };
