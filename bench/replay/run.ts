@@ -5,7 +5,8 @@
  * chains); to reach `--events` (default 100,000) the recorded chains and their events are then
  * copied in SQL (new chain and event ids, every other column as the route wrote it: the same
  * rows, more of them). The candidate combines three CEL rules (one reading `chain.actions`) and
- * lower financial thresholds with the organization's policy. Figure: events_replayed /
+ * lower financial thresholds with the organization's policy. The service runs as its image does:
+ * the production bundle (`npm run build`, afresh into a scratch directory), NODE_ENV=production. Figure: events_replayed /
  * duration_ms as the service reports it, the median of `--repeats` replays, and the client's
  * wall time beside it. Target ≥ 50,000 events/s (issue 28), reported, not asserted. Beside it,
  * per replay: the service's CPU time (/proc, all its threads), as events per CPU-second of the
@@ -22,12 +23,13 @@
  *
  *   npx tsx bench/replay/run.ts [--recorded 20000] [--events 100000] [--repeats 3] [--quick] [--profile]
  */
-import { readFileSync } from "node:fs";
+import { readFileSync, rmSync } from "node:fs";
+import path from "node:path";
 import { parseArgs } from "node:util";
 import pg from "pg";
 import { CHAIN_PAGE } from "../../src/service/replay/replay.js";
 import { beginReplayReads, RowColumn, replayPage } from "../../src/service/replay/store.js";
-import { api, benchOrg, startDatabase, startServiceProcess } from "../lib/parts.js";
+import { api, benchOrg, buildBundles, startDatabase, startServiceProcess } from "../lib/parts.js";
 import { cpuSeconds, machineIdle } from "../lib/proc.js";
 import { progress, report } from "../lib/report.js";
 import { infoRow, median, type ResultRow, spreadPct } from "../lib/stats.js";
@@ -142,11 +144,11 @@ const higherInfo = (figure: string, values: number[]): ResultRow => ({
 async function main() {
   progress(`replay: ${recorded} events recorded through the route, ${total} in all, ${repeats} repeats`);
   const cluster = await startDatabase(["tollgate"]);
-  const svc = await startServiceProcess(
-    cluster.urlOf("tollgate"),
-    { TOLLGATE_REPLAY_WORKER: "auto" },
-    nodeArgs,
-  );
+  // The service as its image runs it: the production bundle, NODE_ENV=production.
+  const build = buildBundles();
+  const svc = await startServiceProcess(cluster.urlOf("tollgate"), { NODE_ENV: "production" }, nodeArgs, [
+    path.join(build, "service.js"),
+  ]);
   const db = new pg.Client({ connectionString: cluster.urlOf("tollgate") });
   try {
     const key = await benchOrg(svc, "bench");
@@ -272,6 +274,7 @@ async function main() {
     await db.end().catch(() => {});
     await svc.stop();
     await cluster.stop();
+    rmSync(build, { recursive: true, force: true });
   }
 }
 
