@@ -557,59 +557,102 @@ const actionSummaryForCel = (a: CelChainAction): CelReady =>
  * supplied, so an expression that reads them fails closed instead of seeing an empty value.
  * Building them is most of an evaluation's fixed cost, so a caller that knows which variables
  * its expressions read may ask for less: `variables` (default all) names the root variables to
- * build ({@link CelProgram.variables}), and `withPayload: false` leaves `action.payload` out
+ * offer ({@link CelProgram.variables}), and `withPayload: false` leaves `action.payload` out
  * (converting it is the costly part; {@link CelProgram.readsPayload}). An expression reading
- * a variable left out gets an evaluation error, never another value.
+ * a variable left out gets an evaluation error, never another value. Each root variable is
+ * built when an expression first reads it (a getter, remembered): `a && chain.actions…` whose
+ * `a` is false never builds `chain`.
  */
 export const celBindings = (
   inputs: CelInputs,
   { withPayload = true, variables }: { withPayload?: boolean; variables?: ReadonlySet<string> } = {},
-): Record<string, unknown> => {
-  const { action, identity, chain } = inputs;
-  const wants = (name: string) => variables === undefined || variables.has(name);
-  const bindings: Record<string, unknown> = {};
-  // Maps filled with set(), not from [key, value] pairs: this runs per decision.
-  if (wants("action")) {
-    // The declared order (a comprehension over the map's keys sees them in this order).
-    const fields = new Map<string, CelReady>()
-      .set("agentName", action.agent_name)
-      .set("type", action.action_type)
-      .set("name", action.action_name);
-    if (withPayload) fields.set("payload", jsonForCel(action.payload ?? {}));
-    fields.set("destinationDomains", celList(inputs.destinationDomains.slice()));
-    bindings.action = celMap(fields);
+): Record<string, unknown> =>
+  new LazyBindings(inputs, withPayload, variables) as unknown as Record<string, unknown>;
+
+/**
+ * The root variables as getters (the library reads `bindings[name]`), each built on its first
+ * read and remembered; undefined for a variable not offered. Maps filled with set(), not from
+ * [key, value] pairs: this runs per decision.
+ */
+class LazyBindings {
+  #action: CelReady | undefined;
+  #identity: CelReady | undefined;
+  #chain: CelReady | undefined;
+  #org: CelReady | undefined;
+  #now: unknown;
+
+  constructor(
+    private readonly inputs: CelInputs,
+    private readonly withPayload: boolean,
+    private readonly offered: ReadonlySet<string> | undefined,
+  ) {}
+
+  private offers(name: string): boolean {
+    return this.offered === undefined || this.offered.has(name);
   }
-  if (wants("identity")) {
-    bindings.identity =
-      identity === null
-        ? null
-        : celMap(
-            new Map<string, CelReady>()
-              .set("namespace", identity.namespace)
-              .set("serviceAccount", `${identity.namespace}/${identity.service_account}`)
-              .set("spiffeId", identity.spiffe_id)
-              .set("podName", identity.pod_name)
-              .set("podUid", identity.pod_uid),
-          );
-  }
-  if (wants("chain")) {
-    const fields = new Map<string, CelReady>()
-      .set("eventCount", BigInt(Math.trunc(chain.event_count)))
-      .set("financialExposureUsd", chain.financial_exposure_usd)
-      .set("ageSeconds", (inputs.nowMs - chain.started_at_ms) / 1000);
-    if (chain.actions_so_far !== undefined) {
-      fields.set("actions", celList(chainActionsForCel(chain.actions_so_far)));
+
+  get action(): CelReady | undefined {
+    if (this.#action === undefined && this.offers("action")) {
+      const { action, destinationDomains } = this.inputs;
+      // The declared order (a comprehension over the map's keys sees them in this order).
+      const fields = new Map<string, CelReady>()
+        .set("agentName", action.agent_name)
+        .set("type", action.action_type)
+        .set("name", action.action_name);
+      if (this.withPayload) fields.set("payload", jsonForCel(action.payload ?? {}));
+      fields.set("destinationDomains", celList(destinationDomains.slice()));
+      this.#action = celMap(fields);
     }
-    bindings.chain = celMap(fields);
+    return this.#action;
   }
-  if (wants("org")) {
-    const fields = new Map<string, CelReady>();
-    if (inputs.environment != null) fields.set("environment", inputs.environment);
-    bindings.org = celMap(fields);
+
+  get identity(): CelReady | undefined {
+    if (this.#identity === undefined && this.offers("identity")) {
+      const { identity } = this.inputs;
+      this.#identity =
+        identity === null
+          ? null
+          : celMap(
+              new Map<string, CelReady>()
+                .set("namespace", identity.namespace)
+                .set("serviceAccount", `${identity.namespace}/${identity.service_account}`)
+                .set("spiffeId", identity.spiffe_id)
+                .set("podName", identity.pod_name)
+                .set("podUid", identity.pod_uid),
+            );
+    }
+    return this.#identity;
   }
-  if (wants("now")) bindings.now = timestampFromMs(inputs.nowMs);
-  return bindings;
-};
+
+  get chain(): CelReady | undefined {
+    if (this.#chain === undefined && this.offers("chain")) {
+      const { chain, nowMs } = this.inputs;
+      const fields = new Map<string, CelReady>()
+        .set("eventCount", BigInt(Math.trunc(chain.event_count)))
+        .set("financialExposureUsd", chain.financial_exposure_usd)
+        .set("ageSeconds", (nowMs - chain.started_at_ms) / 1000);
+      if (chain.actions_so_far !== undefined) {
+        fields.set("actions", celList(chainActionsForCel(chain.actions_so_far)));
+      }
+      this.#chain = celMap(fields);
+    }
+    return this.#chain;
+  }
+
+  get org(): CelReady | undefined {
+    if (this.#org === undefined && this.offers("org")) {
+      const fields = new Map<string, CelReady>();
+      if (this.inputs.environment != null) fields.set("environment", this.inputs.environment);
+      this.#org = celMap(fields);
+    }
+    return this.#org;
+  }
+
+  get now(): unknown {
+    if (this.#now === undefined && this.offers("now")) this.#now = timestampFromMs(this.inputs.nowMs);
+    return this.#now;
+  }
+}
 
 /**
  * Evaluates a compiled expression against {@link celBindings}. Never throws: an evaluation
