@@ -4,12 +4,15 @@
  * so two parties that hold the same JSON data always sign and hash the same bytes, whatever the
  * key order or whitespace of the JSON they received.
  *
- * Serialization is delegated to the `canonicalize` package. Before that, values are checked to
- * be plain JSON data, because `canonicalize` (like `JSON.stringify`) silently drops or rewrites
- * some non-JSON values: an `undefined` property would vanish and a `Map` would become `{}`, so a
- * signature would cover something other than what the caller holds.
+ * Serialization is delegated to the `json-canon` package (the fastest of the RFC 8785 libraries
+ * measured in bench/receipt, byte-identical to `canonicalize` on the RFC's vectors and on signed
+ * receipts: ADR 0011). Before that, values are checked to be plain JSON data, because the library
+ * (like `JSON.stringify`) silently drops or rewrites some non-JSON values: an `undefined` array
+ * item would become `null`, a `Map` `{}` (and an object whose first member is `undefined` comes
+ * out malformed: `{,"b":1}`), so a signature would cover something
+ * other than what the caller holds.
  */
-import canonicalize from "canonicalize";
+import canonicalize from "json-canon";
 
 /**
  * Returns the RFC 8785 canonical JSON text of `value`: object keys sorted by UTF-16 code units,
@@ -121,9 +124,7 @@ function assertJson(value: unknown, at: (string | number)[], ancestors: Set<obje
 const pathOf = (at: readonly (string | number)[]): string =>
   `$${at.map((k) => (typeof k === "number" ? `[${k}]` : `.${k}`)).join("")}`;
 
-/** In a `u` regex a surrogate pair is one code point, so `\p{Cs}` matches only lone surrogates. */
-const LONE_SURROGATE = /\p{Cs}/u;
-
+/** `isWellFormed` is false exactly when a string holds a lone surrogate (faster than a `\p{Cs}` regex). */
 function hasLoneSurrogate(text: string): boolean {
-  return LONE_SURROGATE.test(text);
+  return !text.isWellFormed();
 }

@@ -83,10 +83,11 @@ export function verifyHmac(body: AnyReceiptBody | AnySignedReceipt, signature: s
 
 /**
  * True when `signature` is `hmac-sha256:` + the HMAC-SHA256 of `input` (a receipt's signing
- * input, null when it could not be computed) under `key`; `verifyHmac` once the input is known.
+ * input, null when it could not be computed) under `key` (the key's bytes, or a secret KeyObject
+ * of them, which `createHmac` need not prepare again); `verifyHmac` once the input is known.
  * Compares in constant time. Does not check the key length.
  */
-export function hmacMatches(input: string | null, signature: unknown, key: Buffer): boolean {
+export function hmacMatches(input: string | null, signature: unknown, key: Buffer | KeyObject): boolean {
   const match = typeof signature === "string" ? HMAC_SIGNATURE.exec(signature) : null;
   const given = Buffer.from(match?.[1] ?? "", "hex");
   if (input === null) return false;
@@ -141,7 +142,7 @@ export function signReceipt(body: ReceiptBody, keys: SigningKeys): SignedReceipt
   return { ...parsed, signature, ed25519 };
 }
 
-function hmacDigest(input: string, key: Buffer): Buffer {
+function hmacDigest(input: string, key: Buffer | KeyObject): Buffer {
   return createHmac("sha256", key).update(input, "utf8").digest();
 }
 

@@ -53,16 +53,18 @@ describe("bench/receipt --quick", () => {
       "verify 200-receipt chain, HMAC (service)",
       "verify 200-receipt chain, Ed25519 (tollgate verify)",
     ];
-    // Each figure, then its library floor (canonicalize + the same raw crypto), same run.
+    // Each figure, then its floor with each RFC 8785 library (+ the same raw crypto), same run.
+    const libraries = ["json-canon", "canonicalize", "canonicalize 5", "@truestamp/canonify"];
+    const perFigure = 1 + libraries.length;
     expect(rows.map((r) => r.figure)).toEqual(
-      figures.flatMap((f) => [f, `library floor (canonicalize + raw crypto): ${f}`]),
+      figures.flatMap((f) => [f, ...libraries.map((l) => `library floor (${l} + raw crypto): ${f}`)]),
     );
     for (const [i, row] of rows.entries()) {
-      if (i % 2 === 0) {
+      if (i % perFigure === 0) {
         expectCompared(row, "receipts/s");
       } else {
         expect(row.ratio).toBeCloseTo(row.value / row.baselineValue!, 6);
-        expect(row.baselineValue).toBe(rows[i - 1]!.baselineValue);
+        expect(row.baselineValue).toBe(rows[i - (i % perFigure)]!.baselineValue);
       }
     }
   });

@@ -21,7 +21,7 @@ import { type Checkpoint, signCheckpoint } from "../../receipts/checkpoint.js";
 import { type EventChainCommitment, type EventRecord, hashEventChain } from "../../receipts/event-chain.js";
 import { formatReceiptNumber } from "../../receipts/number.js";
 import type { ReceiptApproval, ReceiptBody, ReceiptEvent } from "../../receipts/schema.js";
-import { receiptHash, signReceipt } from "../../receipts/sign.js";
+import { hashOfCanonical, signReceipt } from "../../receipts/sign.js";
 import { signUnsignedResolutions } from "../approvals/attestation.js";
 import { cancelPendingApprovals } from "../approvals/decide.js";
 import type { ApprovalWaiters } from "../approvals/waiters.js";
@@ -126,14 +126,16 @@ export async function completeChain(
       hmacKey: hmac.key,
       ed25519: { kid: signingKey.kid, privateKey: signingKey.privateKey },
     });
-    const hash = receiptHash(signed);
+    // The stored text and the receipt hash come from one serialization (receiptHash would redo it).
+    const text = canonicalJson(signed);
+    const hash = hashOfCanonical(text);
     await appendReceipt(q, {
       id: receiptId,
       org_id: opts.orgId,
       chain_id: chain.id,
       sequence,
       receipt_number: body.receipt_number,
-      body: canonicalJson(signed),
+      body: text,
       receipt_hash: hash,
       hmacKid: hmac.kid,
       createdAt: new Date(nowMs),

@@ -34,6 +34,33 @@ describe("canonicalJson (RFC 8785)", () => {
     );
   });
 
+  it("serializes the structures of the RFC 8785 reference data: empty keys and objects, nesting", () => {
+    const input = JSON.parse(
+      '{"1": {"f": {"f": "hi","F": 5} ,"\\n": 56.0}, "10": { }, "": "empty", "a": { }, "111": [ { } ], "A": { }}',
+    );
+    expect(canonicalJson(input)).toBe(
+      '{"":"empty","1":{"\\n":56,"f":{"F":5,"f":"hi"}},"10":{},"111":[{}],"A":{},"a":{}}',
+    );
+  });
+
+  it("neither escapes </script> or DEL nor normalizes Unicode (RFC 8785 reference data)", () => {
+    expect(canonicalJson({ "</script>": "Browser Challenge", "\u0080": "Control\u007f" })).toBe(
+      '{"</script>":"Browser Challenge","\u0080":"Control\u007f"}',
+    );
+    expect(canonicalJson({ "Unnormalized Unicode": "\u1e0d\u0307" })).toBe(
+      '{"Unnormalized Unicode":"\u1e0d\u0307"}',
+    );
+  });
+
+  it("serializes a toJSON member as data, not as a serialization hook", () => {
+    expect(canonicalJson(JSON.parse('{"b":1,"toJSON":{"z":1,"y":2},"a":2}'))).toBe(
+      '{"a":2,"b":1,"toJSON":{"y":2,"z":1}}',
+    );
+    expect(canonicalJson({ toJSON: "x", a: [{ toJSON: null }] })).toBe(
+      '{"a":[{"toJSON":null}],"toJSON":"x"}',
+    );
+  });
+
   it("sorts nested objects and keeps array order", () => {
     expect(canonicalJson({ b: [3, { z: 1, a: 2 }, 1], a: { d: null, c: "x" } })).toBe(
       '{"a":{"c":"x","d":null},"b":[3,{"a":2,"z":1},1]}',
@@ -75,10 +102,25 @@ describe("canonicalJson (RFC 8785)", () => {
     [0.000001, "0.000001"],
     [1e-7, "1e-7"],
     [-0, "0"],
+    [-1e-7, "-1e-7"],
+    [-1e21, "-1e+21"],
     [4.5, "4.5"],
     [100, "100"],
   ])("serializes the number %d as %s", (value, expected) => {
     expect(canonicalJson(value)).toBe(expected);
+  });
+
+  it.each([
+    ["333333333.33333329", "333333333.3333333"],
+    ["9007199254740993", "9007199254740992"],
+    ["1E400", null],
+    ["-0.0", "0"],
+    ["1.0e-7", "1e-7"],
+    ["100e19", "1e+21"],
+  ])("serializes the JSON number %s, as received, as %s (null: not finite, rejected)", (text, expected) => {
+    const value = JSON.parse(text);
+    if (expected === null) expect(() => canonicalJson(value)).toThrow(TypeError);
+    else expect(canonicalJson(value)).toBe(expected);
   });
 
   it.each([
