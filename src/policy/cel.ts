@@ -580,26 +580,31 @@ class LazyBindings {
   #chain: CelReady | undefined;
   #org: CelReady | undefined;
   #now: unknown;
+  // Private fields (#), so that no name but the five variables resolves on the object: the
+  // library looks variables up by property name.
+  readonly #inputs: CelInputs;
+  readonly #withPayload: boolean;
+  readonly #offered: ReadonlySet<string> | undefined;
 
-  constructor(
-    private readonly inputs: CelInputs,
-    private readonly withPayload: boolean,
-    private readonly offered: ReadonlySet<string> | undefined,
-  ) {}
+  constructor(inputs: CelInputs, withPayload: boolean, offered: ReadonlySet<string> | undefined) {
+    this.#inputs = inputs;
+    this.#withPayload = withPayload;
+    this.#offered = offered;
+  }
 
-  private offers(name: string): boolean {
-    return this.offered === undefined || this.offered.has(name);
+  #offers(name: string): boolean {
+    return this.#offered === undefined || this.#offered.has(name);
   }
 
   get action(): CelReady | undefined {
-    if (this.#action === undefined && this.offers("action")) {
-      const { action, destinationDomains } = this.inputs;
+    if (this.#action === undefined && this.#offers("action")) {
+      const { action, destinationDomains } = this.#inputs;
       // The declared order (a comprehension over the map's keys sees them in this order).
       const fields = new Map<string, CelReady>()
         .set("agentName", action.agent_name)
         .set("type", action.action_type)
         .set("name", action.action_name);
-      if (this.withPayload) fields.set("payload", jsonForCel(action.payload ?? {}));
+      if (this.#withPayload) fields.set("payload", jsonForCel(action.payload ?? {}));
       fields.set("destinationDomains", celList(destinationDomains.slice()));
       this.#action = celMap(fields);
     }
@@ -607,8 +612,8 @@ class LazyBindings {
   }
 
   get identity(): CelReady | undefined {
-    if (this.#identity === undefined && this.offers("identity")) {
-      const { identity } = this.inputs;
+    if (this.#identity === undefined && this.#offers("identity")) {
+      const { identity } = this.#inputs;
       this.#identity =
         identity === null
           ? null
@@ -625,8 +630,8 @@ class LazyBindings {
   }
 
   get chain(): CelReady | undefined {
-    if (this.#chain === undefined && this.offers("chain")) {
-      const { chain, nowMs } = this.inputs;
+    if (this.#chain === undefined && this.#offers("chain")) {
+      const { chain, nowMs } = this.#inputs;
       const fields = new Map<string, CelReady>()
         .set("eventCount", BigInt(Math.trunc(chain.event_count)))
         .set("financialExposureUsd", chain.financial_exposure_usd)
@@ -640,16 +645,16 @@ class LazyBindings {
   }
 
   get org(): CelReady | undefined {
-    if (this.#org === undefined && this.offers("org")) {
+    if (this.#org === undefined && this.#offers("org")) {
       const fields = new Map<string, CelReady>();
-      if (this.inputs.environment != null) fields.set("environment", this.inputs.environment);
+      if (this.#inputs.environment != null) fields.set("environment", this.#inputs.environment);
       this.#org = celMap(fields);
     }
     return this.#org;
   }
 
   get now(): unknown {
-    if (this.#now === undefined && this.offers("now")) this.#now = timestampFromMs(this.inputs.nowMs);
+    if (this.#now === undefined && this.#offers("now")) this.#now = timestampFromMs(this.#inputs.nowMs);
     return this.#now;
   }
 }
