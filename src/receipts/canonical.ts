@@ -1,3 +1,4 @@
+/// <reference path="./json-canon.d.ts" />
 /**
  * Canonical JSON (RFC 8785, JSON Canonicalization Scheme) of receipt data (spec: Receipt,
  * "Signing and chaining rules" 1). Receipt signatures and hashes are computed over these bytes,
