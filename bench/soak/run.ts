@@ -130,11 +130,11 @@ interface Window {
 }
 
 /**
- * The V8 heap in use a process reports on /metrics (prom-client default metrics), all of it and
- * its old space, in MiB.
+ * The V8 heap a process reports on /metrics (prom-client default metrics), in MiB: in use, of
+ * that the old space, committed (total), and the external memory held by JS objects.
  * @throws Error when a gauge is missing.
  */
-async function heapUsedMib(
+async function heapMib(
   metricsUrl: string,
 ): Promise<{ used: number; old: number; total: number; external: number }> {
   const lines = (await (await fetch(metricsUrl)).text()).split("\n");
@@ -315,7 +315,7 @@ async function main() {
       const t = (performance.now() - t0) / 1000;
       try {
         const rss = { sidecar: rssBytes(pids.sidecar) / MiB, service: rssBytes(pids.service) / MiB };
-        const [s, v] = await Promise.all(PARTS.map((p) => heapUsedMib(metricsUrl[p])));
+        const [s, v] = await Promise.all(PARTS.map((p) => heapMib(metricsUrl[p])));
         samples.push({
           t,
           rss,

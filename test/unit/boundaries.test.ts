@@ -28,6 +28,10 @@ function importProbe(dir: string, specifier: string): string {
   return file;
 }
 
+/** Registers a probe per [dir, specifier]; rows of [dir, specifier, probe path] for it.each. */
+const importProbes = (pairs: [string, string][]): [string, string, string][] =>
+  pairs.map(([dir, specifier]) => [dir, specifier, importProbe(dir, specifier)]);
+
 /** Registers two probe modules in `dir` that import each other; returns their relative paths. */
 function cyclePair(dir: string, typeOnly: boolean): [string, string] {
   const [a, b] = ["a", "b"].map((s) => `zz-cycle-${s}-${tag}-${probes.size}`);
@@ -66,7 +70,7 @@ afterAll(() => {
 
 describe("component boundaries refused by the build", () => {
   it.each(
-    [
+    importProbes([
       ["sidecar", "../src/service/app.js"],
       ["sidecar", "../src/sdk/decision.js"],
       ["sidecar", "../operator/operator.js"],
@@ -103,13 +107,13 @@ describe("component boundaries refused by the build", () => {
       ["src/policy", "../receipts/schema.js"],
       ["src/policy", "../contract/v1/wire.js"],
       ["src/contract/v1", "../../service/app.js"],
-    ].map(([dir, specifier]) => [dir, specifier, importProbe(dir!, specifier!)]),
+    ]),
   )("%s may not import %s", (_dir, _specifier, file) => {
-    expect(rulesOf(file!)).toContain("lint/style/noRestrictedImports");
+    expect(rulesOf(file)).toContain("lint/style/noRestrictedImports");
   });
 
   it.each(
-    [
+    importProbes([
       ["sidecar", "../src/sdk/index.js"],
       ["sidecar/core", "../wire/errors.js"],
       ["sidecar/core", "../../src/sdk/index.js"],
@@ -126,9 +130,9 @@ describe("component boundaries refused by the build", () => {
       ["src/sdk", "../policy/sanitize.js"],
       ["src/contract/v1", "../../policy/schema.js"],
       ["src/contract/v1", "../../receipts/schema.js"],
-    ].map(([dir, specifier]) => [dir, specifier, importProbe(dir!, specifier!)]),
+    ]),
   )("%s may import %s", (_dir, _specifier, file) => {
-    expect(rulesOf(file!)).not.toContain("lint/style/noRestrictedImports");
+    expect(rulesOf(file)).not.toContain("lint/style/noRestrictedImports");
   });
 });
 
