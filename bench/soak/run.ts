@@ -236,10 +236,12 @@ async function main() {
       (await unary<{ chain_id: string }>("OpenChain", { name: "bench-soak" })).chain_id;
     const payload = jsonToStruct({ path: "/data/report.csv", mode: "read", limit: 100 });
 
-    // Agents: each call takes one with no call in flight (a chain's decisions are serialized);
-    // only when all are busy do calls share them, round-robin. An agent whose chain is full is
-    // renewed once its last call is answered: its chain completed and a new one opened, off the
-    // measured path; meanwhile no call takes it.
+    // Agents: call i goes to agent i mod agents, or to the next one with no call in flight (a
+    // chain's decisions are serialized), so every agent calls at rate/agents; only when all are
+    // busy do calls share them. An agent whose chain is full is renewed once its last call is
+    // answered: its chain completed (a receipt built) and a new one opened, off the measured
+    // path; meanwhile no call takes it. The agents start at staggered points of their first
+    // chain, so that renewals come one at a time, evenly spread, not all 16 in one burst.
     interface Agent {
       name: string;
       chainId: string;
@@ -251,7 +253,7 @@ async function main() {
       Array.from({ length: agents }, async (_, i) => ({
         name: `agent-${i}`,
         chainId: await openChain(),
-        calls: 0,
+        calls: Math.floor((i * CALLS_PER_CHAIN) / agents),
         inflight: 0,
         renewing: false,
       })),
@@ -274,9 +276,12 @@ async function main() {
       renewals.add(p);
     };
     const call = async (i: number) => {
-      const ready = all.filter((a) => !a.renewing);
-      const pool = ready.length > 0 ? ready : all;
-      const agent = pool.find((a) => a.inflight === 0 && !a.renewing) ?? pool[i % pool.length]!;
+      let agent: Agent | undefined;
+      for (let k = 0; k < all.length && agent === undefined; k++) {
+        const a = all[(i + k) % all.length]!;
+        if (a.inflight === 0 && !a.renewing) agent = a;
+      }
+      agent ??= all.find((a) => !a.renewing) ?? all[i % all.length]!;
       agent.calls++;
       agent.inflight++;
       if (++inflight > maxInflight)
