@@ -12,6 +12,7 @@
  *   service.js   src/service/main.ts   the governance service
  *   sidecar.js   sidecar/main.ts       the injected sidecar
  *   operator.js  operator/main.ts      the operator
+ *   replay-worker.js  src/service/replay/worker.ts  the service's replay worker threads
  *   tollgate.js  the `tollgate` CLI    src/cli/main.ts, called as bin/tollgate.mjs calls it
  *   prelude-*.js see "Evaluation order" below
  *
@@ -50,6 +51,8 @@ const ENTRIES = {
   service: "src/service/main.ts",
   sidecar: "sidecar/main.ts",
   operator: "operator/main.ts",
+  // The service's replay worker threads (src/service/replay/workers.ts starts them).
+  "replay-worker": "src/service/replay/worker.ts",
 };
 
 /** Where our TypeScript lives (searched for side-effect imports). */
@@ -145,6 +148,13 @@ async function build(outdir) {
     metafile: true,
     define: {
       "process.env.TOLLGATE_BUILD_COMMIT": JSON.stringify(buildCommit()),
+      // workers.ts resolves it against its own source URL (import.meta.url, as rewritten below).
+      "process.env.TOLLGATE_REPLAY_WORKER_BUNDLE": JSON.stringify(
+        path
+          .relative(path.join(root, "src/service/replay"), path.join(outdir, "replay-worker.js"))
+          .split(path.sep)
+          .join("/"),
+      ),
     },
     plugins: [preludesAsFiles(preludes), sourceRelativeImportMeta(outdir)],
   };

@@ -14,9 +14,10 @@
  * the CPU the replay got.
  *
  * The baseline, measured by turns with the replays: the same pages read alone
- * (src/service/replay/store.ts replayPage, its query and pg's parsing of its rows, page after page
- * in one READ ONLY transaction, from this process), as events per second — the rate a replay
- * cannot pass while it reads its pages one after another, whatever deciding costs. The bench
+ * (src/service/replay/store.ts replayPage: its query, each page one JSON string, received page
+ * after page in one READ ONLY transaction, from this process, not decoded), as events per
+ * second — the rate a replay cannot pass while it reads its pages one after another, however
+ * many threads decide them. The bench
  * fails if two replays of a candidate answer differently (duration_ms aside).
  *
  * `--profile` runs the service with --cpu-prof into bench/results/profiles/replay/.
@@ -27,8 +28,8 @@ import { readFileSync, rmSync } from "node:fs";
 import path from "node:path";
 import { parseArgs } from "node:util";
 import pg from "pg";
-import { CHAIN_PAGE } from "../../src/service/replay/replay.js";
-import { beginReplayReads, RowColumn, replayPage } from "../../src/service/replay/store.js";
+import { CHAIN_PAGE } from "../../src/service/replay/replay-policy.js";
+import { beginReplayReads, replayPage } from "../../src/service/replay/store.js";
 import { api, benchOrg, buildBundles, startDatabase, startServiceProcess } from "../lib/parts.js";
 import { cpuSeconds, machineIdle } from "../lib/proc.js";
 import { progress, report } from "../lib/report.js";
@@ -124,10 +125,10 @@ async function readAlone(db: pg.Client, orgId: string, from: Date, to: Date): Pr
   const t0 = performance.now();
   let events = 0;
   for (let afterId = "00000000-0000-0000-0000-000000000000"; ; ) {
-    const rows = await replayPage(q, { orgId, from, to, afterId, chains: CHAIN_PAGE, limit: 200_001 });
-    if (rows.length === 0) break;
-    events += rows.length;
-    afterId = rows[rows.length - 1]![RowColumn.chainId] as string;
+    const page = await replayPage(q, { orgId, from, to, afterId, chains: CHAIN_PAGE, limit: 200_001 });
+    if (page.events === 0) break;
+    events += page.events;
+    afterId = page.lastChainId!;
   }
   const secs = (performance.now() - t0) / 1000;
   await db.query("COMMIT");

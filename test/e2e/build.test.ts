@@ -94,6 +94,7 @@ describe("the production build (npm run build)", () => {
   let serviceUrl: string;
   let sidecarHttp: string;
   let sidecarGrpc: string;
+  let clientKey: string;
   const adminToken = `tga_${randomBytes(32).toString("base64url")}`;
 
   beforeAll(async () => {
@@ -133,6 +134,7 @@ describe("the production build (npm run build)", () => {
       role: "client",
     });
     const keyFile = path.join(dataDir, "api-key");
+    clientKey = key.api_key;
     writeFileSync(keyFile, key.api_key, { mode: 0o600 });
 
     const [grpcPort, httpPort] = [await freePort(), await freePort()];
@@ -179,6 +181,40 @@ describe("the production build (npm run build)", () => {
     } finally {
       client.close();
     }
+  });
+
+  it("replays on its worker threads from dist/replay-worker.js", async () => {
+    const call = async (url: string, token: string, body: unknown) => {
+      const r = await fetch(`${serviceUrl}${url}`, {
+        method: "POST",
+        headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
+        body: JSON.stringify(body),
+      });
+      expect(r.status, await r.clone().text()).toBeLessThan(300);
+      return r.json();
+    };
+    const from = new Date(Date.now() - 60_000);
+    const chain = await call("/v1/chains", clientKey, { name: "replayed" });
+    await call(`/v1/chains/${chain.chain_id}/actions`, clientKey, {
+      agent_name: "agent",
+      action_type: "tool_call",
+      action_name: "send_email",
+      payload: {},
+    });
+    const answer = await call("/v1/admin/organizations/built/policies/replay", adminToken, {
+      candidate: {
+        custom_rules: [{ name: "no-mail", match: { action_name: "send_email" }, outcome: "deny" }],
+      },
+      from: from.toISOString(),
+      to: new Date(Date.now() + 60_000).toISOString(),
+    });
+    // The page was decided on a worker thread: the bundle resolved and ran the engine.
+    expect(answer).toMatchObject({
+      events_read: 1,
+      chains_read: 1,
+      changed: 1,
+      changes: { "allow→deny": 1 },
+    });
   });
 
   it("drains both on SIGTERM (exit 0)", async () => {

@@ -21,7 +21,8 @@ import { type ReplayRequest, ReplayRequestSchema } from "../../src/contract/v1/r
 import { type EvaluationInput, evaluate } from "../../src/policy/engine.js";
 import { mergePolicyConfig } from "../../src/policy/merge.js";
 import { type ChainActionSummary, type PolicyConfig, PolicyConfigSchema } from "../../src/policy/schema.js";
-import { replayPolicy } from "../../src/service/replay/replay.js";
+import { replayPolicy } from "../../src/service/replay/replay-policy.js";
+import { ReplayWorkers } from "../../src/service/replay/workers.js";
 import { startTestService, type TestService } from "../support/service.js";
 
 const CHAINS = 400;
@@ -397,8 +398,10 @@ describe("POST /v1/policies/replay", () => {
     expect(missing.statusCode).toBe(404);
   });
 
-  it("answers the same, byte for byte, in pages of any size, directly and through the route", async () => {
-    const answer = async (over: Partial<ReplayRequest>, pageChains?: number) => {
+  it("answers the same, byte for byte, in pages of any size, on one worker thread or several, directly and through the route", async () => {
+    const one = new ReplayWorkers(1);
+    const three = new ReplayWorkers(3);
+    const answer = async (over: Partial<ReplayRequest>, pageChains?: number, workers?: ReplayWorkers) => {
       const a = await replayPolicy(t.service.ctx.db, {
         orgId: org.orgId,
         body: ReplayRequestSchema.parse({
@@ -410,17 +413,48 @@ describe("POST /v1/policies/replay", () => {
           ...over,
         }),
         pageChains,
+        workers,
       });
       return JSON.stringify({ ...a, duration_ms: 0 });
     };
-    for (const over of [{}, { max_events: 4321 }, { max_events: 25 }]) {
-      const whole = await answer(over);
-      expect(JSON.parse(whole).changed).toBeGreaterThan(0);
-      expect(await answer(over, 37)).toBe(whole);
-      expect(await answer(over, 1)).toBe(whole);
+    try {
+      for (const over of [{}, { max_events: 4321 }, { max_events: 25 }]) {
+        const whole = await answer(over, 100_000, one);
+        expect(JSON.parse(whole).changed).toBeGreaterThan(0);
+        expect(await answer(over)).toBe(whole);
+        expect(await answer(over, 37, three)).toBe(whole);
+        expect(await answer(over, 1, three)).toBe(whole);
+        expect(await answer(over, 37, one)).toBe(whole);
+      }
+      const routed = await replay({ candidate: CANDIDATE, replace: "base", sample_size: 100 });
+      expect(JSON.stringify({ ...routed.json(), duration_ms: 0 })).toBe(await answer({}));
+    } finally {
+      await Promise.all([one.close(), three.close()]);
     }
-    const routed = await replay({ candidate: CANDIDATE, replace: "base", sample_size: 100 });
-    expect(JSON.stringify({ ...routed.json(), duration_ms: 0 })).toBe(await answer({}));
+  });
+
+  it("a page fails when its worker fails on it or exits; a later page starts a new worker", async () => {
+    const workers = new ReplayWorkers(1);
+    const options = {
+      config: PolicyConfigSchema.parse(BASE),
+      orgEnvironment: "staging",
+      exceptions: [],
+      fromMs: 0,
+      toMs: 1,
+      sampleSize: 1,
+    };
+    try {
+      // A page that is not JSON: that page fails, the worker lives on.
+      await expect(workers.decide(options, "[", 1)).rejects.toThrow(/^replay worker: /);
+      expect(await workers.decide(options, "[]", 0)).toMatchObject({ events_read: 0, chains_read: 0 });
+      // The worker is stopped while it holds a page.
+      const held = expect(workers.decide(options, "[]", 0)).rejects.toThrow(/^replay worker: stopped/);
+      await workers.close();
+      await held;
+      expect(await workers.decide(options, "[]", 0)).toMatchObject({ events_read: 0 });
+    } finally {
+      await workers.close();
+    }
   });
 
   it("is for organization admins: a client key gets 403, no credentials 401", async () => {

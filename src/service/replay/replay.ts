@@ -24,12 +24,7 @@
  */
 
 import type { WireOf } from "../../contract/v1/chains.js";
-import {
-  DEFAULT_CANDIDATE_NAME,
-  REPLAY_TIME_LIMIT_MS,
-  type ReplayRequest,
-  type ReplayResponseSchema,
-} from "../../contract/v1/replay.js";
+import type { ReplayResponseSchema } from "../../contract/v1/replay.js";
 import { type EvaluationInput, evaluate } from "../../policy/engine.js";
 import { mergePolicyConfig } from "../../policy/merge.js";
 import {
@@ -42,24 +37,19 @@ import {
   PolicyConfigPatchSchema,
 } from "../../policy/schema.js";
 import { advanceChain, advanceOf, type ChainCounters, type MetricsDelta } from "../chains/counters.js";
-import type { Database } from "../db/pool.js";
-import { ApiError, badRequest } from "../errors.js";
-import { effectiveOrgConfig, listPolicies, orgById } from "../orgs/orgs.js";
 import {
-  beginReplayReads,
   chainOfRow,
   eventOfRow,
-  exceptionsInForce,
   type ReplayChainRow,
   type ReplayEventRow,
   type ReplayException,
-  type ReplayPage,
   type ReplayRow,
   RowColumn,
-  replayPage,
+  rowsOfPage,
 } from "./store.js";
 
-type ReplayAnswer = WireOf<typeof ReplayResponseSchema>;
+/** The replay route's answer (src/contract/v1/replay.ts ReplayResponseSchema). */
+export type ReplayAnswer = WireOf<typeof ReplayResponseSchema>;
 type Change = ReplayAnswer["sample"][number];
 
 /** What a replay decided: the answer's counts, changes and sample (replayPolicy adds the rest). */
@@ -230,8 +220,8 @@ export function decideAgain(input: EvaluationInput, exceptions: readonly ReplayE
 }
 
 /**
- * Accumulates a replay over chains handed to it in order. Pure (no I/O): the route feeds it the
- * rows it reads, and bench/replay and the tests can feed it directly.
+ * Accumulates a replay over chains handed to it in order. Pure (no I/O): decidePage feeds it a
+ * page on a replay worker thread, and the tests can feed it directly.
  */
 export class Replayer {
   eventsRead = 0;
@@ -256,7 +246,7 @@ export class Replayer {
     };
   }
 
-  /** Decides a page's chains in order (their rows parsed here: eventOfRow). */
+  /** Decides a page's chains in order. */
   page(page: PageToDecide): void {
     let i = 0;
     for (let k = 0; k < page.chains.length; k++) {
@@ -359,131 +349,34 @@ export function pageToDecide(rows: readonly ReplayRow[]): PageToDecide {
 }
 
 /**
- * Chains read per page (one query: the chains and their events, bounded by the remaining
- * max_events). Large pages make few round trips; a page's rows are held in memory while it is
- * decided (at most max_events events).
+ * Decides the first `keep` rows of a page (store.ts ReplayPage.json) with a Replayer of its own:
+ * pages hold whole chains, so pages decided apart and merged in order (mergeTallies) answer as
+ * one Replayer fed page after page. Runs on a replay worker thread (worker.ts).
+ * @throws SyntaxError when `json` is not a JSON array of rows.
  */
-export const CHAIN_PAGE = 1000;
-
-const FIRST_CHAIN_ID = "00000000-0000-0000-0000-000000000000";
-
-/**
- * Replays `body.candidate` over the organization's events recorded in [from, to) (see the module
- * comment). Reads at most `max_events` events and runs at most REPLAY_TIME_LIMIT_MS; past either
- * it stops and answers `truncated`. Each page is decided while PostgreSQL reads the next.
- * @throws ApiError 400 TG_ERR_VALIDATION `body.replace` naming no policy of the organization,
- *   `body.name` naming one that exists, `body.candidate` when the combined configuration is
- *   invalid; 404 when the organization does not exist.
- */
-export async function replayPolicy(
-  db: Database,
-  opts: {
-    orgId: string;
-    body: ReplayRequest;
-    timeLimitMs?: number;
-    /** Chains per page (default CHAIN_PAGE; the tests read smaller pages). */
-    pageChains?: number;
-  },
-): Promise<ReplayAnswer> {
-  const started = performance.now();
-  const { body } = opts;
-  const fromMs = Date.parse(body.from);
-  const toMs = Date.parse(body.to);
-  const from = new Date(fromMs);
-  const to = new Date(toMs);
-  const timeLimit = opts.timeLimitMs ?? REPLAY_TIME_LIMIT_MS;
-  const pageChains = opts.pageChains ?? CHAIN_PAGE;
-
-  return db.tx(async (q) => {
-    await beginReplayReads(q);
-    const org = await orgById(q, opts.orgId);
-    const policies = await listPolicies(q, opts.orgId);
-    const name = body.replace ?? body.name ?? DEFAULT_CANDIDATE_NAME;
-    const exists = policies.some((p) => p.name === name);
-    if (body.replace !== undefined && !exists) {
-      throw fieldError("body.replace", `the organization has no policy named "${body.replace}"`);
-    }
-    if (body.replace === undefined && exists) {
-      throw fieldError("body.name", `a policy named "${name}" exists; give it as replace to replace it`);
-    }
-    let config: PolicyConfig;
-    try {
-      config = effectiveOrgConfig(org, [
-        ...policies.filter((p) => p.name !== name),
-        { name, config: body.candidate },
-      ]);
-    } catch (err) {
-      if (err instanceof ApiError) throw err;
-      throw fieldError("body.candidate", `the combined configuration is invalid: ${(err as Error).message}`);
-    }
-    const replayer = new Replayer({
-      config,
-      orgEnvironment: org.environment,
-      exceptions: await exceptionsInForce(q, { orgId: opts.orgId, from, to }),
-      fromMs,
-      toMs,
-      sampleSize: body.sample_size,
-    });
-
-    let truncatedBy: ReplayAnswer["truncated_by"] = null;
-    let eventsRead = 0;
-    // Read-ahead: the next page is asked for before this one is decided, so PostgreSQL reads it
-    // while the engine decides. Its event bound assumes every event of this page counts (one
-    // read after a sequence gap counts fewer); a page cut by that smaller bound is read again
-    // with the exact one, so the result is the same as reading page after page.
-    const read = (afterId: string, budget: number) =>
-      replayPage(q, { orgId: opts.orgId, from, to, afterId, chains: pageChains, limit: budget + 1 }).then(
-        (page) => ({ page, afterId, budget }),
-      );
-    let next: Promise<{ page: ReplayPage; afterId: string; budget: number }> | null = read(
-      FIRST_CHAIN_ID,
-      body.max_events,
-    );
-    try {
-      while (next !== null) {
-        const ahead = await next;
-        const { afterId, budget: readWith } = ahead;
-        let { page } = ahead;
-        next = null;
-        if (page.length === 0) break;
-        const budget = body.max_events - eventsRead;
-        if (page.length > readWith && readWith < budget) {
-          ({ page } = await read(afterId, budget));
-        }
-        // One more than the budget tells a cut from an exact fit.
-        const cut = page.length > budget;
-        if (cut) page.length = budget;
-        else next = read(page[page.length - 1]![RowColumn.chainId] as string, budget - page.length);
-        const toDecide = pageToDecide(page);
-        eventsRead += toDecide.rows.length;
-        replayer.page(toDecide);
-        if (cut) {
-          truncatedBy = "max_events";
-          break;
-        }
-        if (performance.now() - started > timeLimit) {
-          truncatedBy = "time_limit";
-          break;
-        }
-      }
-      const tally = replayer.tally();
-      return {
-        from: from.toISOString(),
-        to: to.toISOString(),
-        candidate_name: name,
-        replaced: body.replace !== undefined,
-        ...tally,
-        duration_ms: Math.round((performance.now() - started) * 10) / 10,
-        truncated: truncatedBy !== null,
-        truncated_by: truncatedBy,
-      };
-    } finally {
-      // A read-ahead left when stopping early: let it finish before the transaction ends.
-      await next?.catch(() => undefined);
-    }
-  });
+export function decidePage(options: ReplayerOptions, json: string, keep: number): ReplayTally {
+  const replayer = new Replayer(options);
+  replayer.page(pageToDecide(rowsOfPage(json, keep)));
+  return replayer.tally();
 }
 
-/** A 400 naming the field, shaped as the input boundary's (details.issues[0].path). */
-const fieldError = (path: string, message: string) =>
-  badRequest(`${path}: ${message}`, { issues: [{ path, message }] });
+/** The tallies of a replay's pages, in page order, as one: counts added, the sample's first `sampleSize`. */
+export function mergeTallies(tallies: readonly ReplayTally[], sampleSize: number): ReplayTally {
+  const all: ReplayTally = {
+    events_read: 0,
+    events_replayed: 0,
+    chains_read: 0,
+    changed: 0,
+    changes: {},
+    sample: [],
+  };
+  for (const t of tallies) {
+    all.events_read += t.events_read;
+    all.events_replayed += t.events_replayed;
+    all.chains_read += t.chains_read;
+    all.changed += t.changed;
+    for (const [kind, n] of Object.entries(t.changes)) all.changes[kind] = (all.changes[kind] ?? 0) + n;
+    for (const change of t.sample) if (all.sample.length < sampleSize) all.sample.push(change);
+  }
+  return all;
+}

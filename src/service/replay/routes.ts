@@ -15,7 +15,7 @@ import { guard } from "../auth.js";
 import type { Database } from "../db/pool.js";
 import { notFound, unauthorized } from "../errors.js";
 import { orgBySlug } from "../orgs/orgs.js";
-import { replayPolicy } from "./replay.js";
+import { replayPolicy } from "./replay-policy.js";
 
 /** What the replay routes use. */
 export interface ReplayRouteDeps {

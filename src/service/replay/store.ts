@@ -1,7 +1,7 @@
 /**
  * The reads of a replay (issue 28, "Replay before enforce"): the organization's chains with
  * events in a window, their events in sequence order, and the exceptions that were active in the
- * window. All of its SQL; it only reads (replay.ts runs it in a READ ONLY transaction).
+ * window. All of its SQL; it only reads (replay-policy.ts runs it in a READ ONLY transaction).
  */
 import type { ActiveException, PolicyDecision, WorkloadIdentity } from "../../policy/schema.js";
 import type { MetricsDelta } from "../chains/counters.js";
@@ -51,13 +51,13 @@ export interface ReplayException extends ActiveException {
 }
 
 /**
- * One event row as a page reads it (pg array row mode), in the columns of {@link RowColumn}: the
- * JSON columns as text, decoded by {@link eventOfRow} where the event is decided (the replay
- * worker thread when there is one, so the thread reading pages does not parse them).
+ * One event row as a page carries it: a JSON array in the columns of {@link RowColumn}, its JSON
+ * columns (payload, metrics delta, principal) already values, the chain's policy_config as JSON
+ * text (the key replay memoizes merged configurations by).
  */
 export type ReplayRow = unknown[];
 
-/** The columns of a {@link ReplayRow}, in the order replayPage selects them. */
+/** The columns of a {@link ReplayRow}, in the order REPLAY_PAGE builds them. */
 export const RowColumn = {
   id: 0,
   chainId: 1,
@@ -82,8 +82,27 @@ export const RowColumn = {
   chainPolicyConfig: 20,
 } as const;
 
-/** One page of a replay's reads: rows of chains in id order, each chain's in sequence order. */
-export type ReplayPage = ReplayRow[];
+/**
+ * One page of a replay's reads, as PostgreSQL sends it: `events` rows of chains in id order,
+ * each chain's in sequence order, as one JSON array of {@link ReplayRow}s (`json`, decoded where
+ * the page is decided: {@link rowsOfPage}); `lastChainId` the id of its last row's chain (where
+ * the next page starts), null for an empty page.
+ */
+export interface ReplayPage {
+  events: number;
+  lastChainId: string | null;
+  json: string;
+}
+
+/**
+ * The first `keep` rows of a page.
+ * @throws SyntaxError when `json` is not JSON (PostgreSQL built it: never).
+ */
+export function rowsOfPage(json: string, keep: number): ReplayRow[] {
+  const rows = JSON.parse(json) as ReplayRow[];
+  if (rows.length > keep) rows.length = keep;
+  return rows;
+}
 
 /** The chain of a row (its id, start and policy_config are on every row of the chain). */
 export const chainOfRow = (r: ReplayRow): ReplayChainRow => ({
@@ -92,13 +111,9 @@ export const chainOfRow = (r: ReplayRow): ReplayChainRow => ({
   policy_config: r[RowColumn.chainPolicyConfig] as string,
 });
 
-/**
- * The event of a row, its JSON columns parsed.
- * @throws SyntaxError when a JSON column is not JSON (the database wrote it as jsonb: never).
- */
+/** The event of a row. */
 export function eventOfRow(r: ReplayRow): ReplayEventRow {
-  const metricsDelta = r[RowColumn.metricsDelta] as string | null;
-  const principal = r[RowColumn.principal] as string | null;
+  const metricsDelta = r[RowColumn.metricsDelta] as MetricsDelta | null;
   return {
     id: r[RowColumn.id] as string,
     chain_id: r[RowColumn.chainId] as string,
@@ -107,8 +122,8 @@ export function eventOfRow(r: ReplayRow): ReplayEventRow {
     parent_agent_name: r[RowColumn.parentAgentName] as string | null,
     action_type: r[RowColumn.actionType] as string,
     action_name: r[RowColumn.actionName] as string,
-    payload: JSON.parse(r[RowColumn.payload] as string),
-    facts: metricsDelta ? { metrics_delta: JSON.parse(metricsDelta) } : {},
+    payload: r[RowColumn.payload] as Record<string, unknown>,
+    facts: metricsDelta ? { metrics_delta: metricsDelta } : {},
     decision: {
       policy_decision: r[RowColumn.policyDecision] as ReplayEventRow["decision"]["policy_decision"],
       decision_source: r[RowColumn.decisionSource] as ReplayEventRow["decision"]["decision_source"],
@@ -119,7 +134,7 @@ export function eventOfRow(r: ReplayRow): ReplayEventRow {
     },
     approval_id: r[RowColumn.approvalId] as string | null,
     recorded_at_ms: r[RowColumn.recordedAtMs] as number,
-    principal: principal ? JSON.parse(principal) : null,
+    principal: r[RowColumn.principal] as WorkloadIdentity | null,
     org_environment: (r[RowColumn.orgEnvironment] as string | null) ?? null,
   };
 }
@@ -142,13 +157,14 @@ export async function beginReplayReads(q: Queryable): Promise<void> {
  * The next `chains` chains of the organization (by id, after `afterId`) that have at least one
  * event recorded in [from, to), with their events recorded before `to` (those before the window
  * too: they rebuild each chain's state), in chain id and sequence order, at most `limit` events.
- * One query and one round trip per page: only the columns replay reads, as arrays (pg's array
- * row mode: no object per row), the decision's fields as text (parsing each whole stored
+ * One query, one round trip and one row per page: PostgreSQL builds the page as one JSON array
+ * (one string to receive and hand to the thread that decides it, decoded there by one
+ * JSON.parse: cheaper than pg's parsing of a row per event on the thread that serves requests),
+ * only the columns replay reads, the decision's fields as text (parsing each whole stored
  * decision cost more than deciding again; decision_reason only for the kill switch, the one
- * reason replay reads), the JSON columns as text (parsed by eventOfRow where the event is
- * decided), times as epoch milliseconds (no date parsing), the chain's columns on every row (a
- * number and a short text). When fewer than `limit` events come back, every chain of the page
- * is complete.
+ * reason replay reads), times as epoch milliseconds (no date parsing), the chain's columns on
+ * every row (a number and a short text). When fewer than `limit` events come back, every chain
+ * of the page is complete.
  */
 export async function replayPage(
   q: Queryable,
@@ -162,27 +178,32 @@ export async function replayPage(
     opts.chains,
     opts.limit,
   ]);
-  return rows as unknown as ReplayPage;
+  const [events, lastChainId, json] = rows[0] as unknown as [number, string | null, string];
+  return { events, lastChainId, json };
 }
 
+// Canonical uuid text (lowercase hex at fixed places) sorts as the uuid does: max(text) is the
+// page's last chain.
 const REPLAY_PAGE: PreparedStatement = {
-  name: "tg_replay_page",
+  name: "tg_replay_json_page",
   rowMode: "array",
   text: `WITH page AS (
        SELECT c.id, c.started_at, c.policy_config FROM chains c
        WHERE c.org_id = $1 AND c.started_at < $3 AND (c.completed_at IS NULL OR c.completed_at >= $2) AND c.id > $4
          AND EXISTS (SELECT 1 FROM chain_events e WHERE e.chain_id = c.id AND e.recorded_at >= $2 AND e.recorded_at < $3)
-       ORDER BY c.id LIMIT $5)
-     SELECT e.id, e.chain_id, e.sequence, e.agent_name, e.parent_agent_name, e.action_type, e.action_name,
-       e.payload::text, (e.facts->'metrics_delta')::text, e.decision->>'policy_decision',
-       e.decision->>'decision_source', e.decision->>'policy_name',
-       CASE WHEN e.decision->>'policy_name' = 'kill_switch' THEN e.decision->>'decision_reason' END,
-       e.decision->>'kill_switch_active', e.decision->>'pause_reason', e.approval_id,
-       floor(extract(epoch FROM e.recorded_at) * 1000)::float8, e.principal::text, e.org_environment,
-       floor(extract(epoch FROM page.started_at) * 1000)::float8,
-       coalesce(page.policy_config, '{}'::jsonb)::text
-     FROM page JOIN chain_events e ON e.chain_id = page.id AND e.recorded_at < $3
-     ORDER BY e.chain_id, e.sequence LIMIT $6`,
+       ORDER BY c.id LIMIT $5),
+     rows AS (
+       SELECT e.chain_id, e.sequence, json_build_array(e.id, e.chain_id, e.sequence, e.agent_name, e.parent_agent_name,
+         e.action_type, e.action_name, e.payload, e.facts->'metrics_delta', e.decision->>'policy_decision',
+         e.decision->>'decision_source', e.decision->>'policy_name',
+         CASE WHEN e.decision->>'policy_name' = 'kill_switch' THEN e.decision->>'decision_reason' END,
+         e.decision->>'kill_switch_active', e.decision->>'pause_reason', e.approval_id,
+         floor(extract(epoch FROM e.recorded_at) * 1000)::float8, e.principal, e.org_environment,
+         floor(extract(epoch FROM page.started_at) * 1000)::float8,
+         coalesce(page.policy_config, '{}'::jsonb)::text) AS row
+       FROM page JOIN chain_events e ON e.chain_id = page.id AND e.recorded_at < $3
+       ORDER BY e.chain_id, e.sequence LIMIT $6)
+     SELECT count(*)::int, max(chain_id::text), coalesce(json_agg(row ORDER BY chain_id, sequence), '[]')::text FROM rows`,
 };
 
 /** The organization's exceptions that were in force at some instant of [from, to), revoked ones included. */
