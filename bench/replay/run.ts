@@ -11,7 +11,8 @@
  * wall time beside it. Target ≥ 50,000 events/s (issue 28), reported, not asserted. Beside it,
  * per replay: the service's CPU time (/proc, all its threads), as events per CPU-second of the
  * service, the machine's idle share and load average — on a shared machine the wall rate follows
- * the CPU the replay got.
+ * the CPU the replay got — and the service's largest event-loop delay during the replay (how long
+ * a governed call arriving meanwhile could wait for the thread that serves requests).
  *
  * The baseline, measured by turns with the replays: the same pages read alone
  * (src/service/replay/store.ts replayPage: its query, each page one JSON string, received page
@@ -135,6 +136,18 @@ async function readAlone(db: pg.Client, orgId: string, from: Date, to: Date): Pr
   return events / secs;
 }
 
+/**
+ * The service's largest event-loop delay since the last call, in ms (prom-client's
+ * nodejs_eventloop_lag_max_seconds, whose histogram restarts at each scrape): how long a request
+ * arriving meanwhile — a governed call — could wait for the thread that serves requests.
+ */
+async function eventLoopMaxMs(serviceUrl: string): Promise<number> {
+  const text = await (await fetch(`${serviceUrl}/metrics`)).text();
+  const m = /^nodejs_eventloop_lag_max_seconds (\S+)$/m.exec(text);
+  if (!m) throw new Error("the service's /metrics has no nodejs_eventloop_lag_max_seconds");
+  return Number(m[1]) * 1000;
+}
+
 /** A figure without target, events/s (higher is better), rounded. */
 const higherInfo = (figure: string, values: number[]): ResultRow => ({
   ...infoRow("replay", figure, "events/s", values),
@@ -223,6 +236,7 @@ async function main() {
       const wall: number[] = [];
       const perCpu: number[] = [];
       const floor: number[] = [];
+      const loopDelay: number[] = [];
       const answers = new Set<string>();
       // One warm-up replay (JIT, plans), then replays and floor reads by turns.
       await replay();
@@ -230,9 +244,11 @@ async function main() {
         const cpu0 = cpuSeconds(svc.proc.pid!);
         const idle = machineIdle();
         const load = readFileSync("/proc/loadavg", "utf8").split(" ")[0];
+        await eventLoopMaxMs(svc.url);
         const t0 = performance.now();
         const answer = await replay();
         const ms = performance.now() - t0;
+        loopDelay.push(await eventLoopMaxMs(svc.url));
         const idleShare = idle();
         const svcCpu = cpuSeconds(svc.proc.pid!) - cpu0;
         perCpu.push(answer.events_replayed / svcCpu);
@@ -242,7 +258,7 @@ async function main() {
         lasts[label] = { ...answer, sample: answer.sample.length };
         floor.push(await readAlone(db, orgId, new Date(from), new Date(to)));
         progress(
-          `${label}, run ${r + 1}: ${answer.events_replayed} events replayed in ${answer.duration_ms} ms (${Math.round(service.at(-1)!)} events/s; service CPU ${svcCpu.toFixed(2)} s, machine idle ${(idleShare * 100).toFixed(0)}%, load average ${load}; changed ${answer.changed}: ${JSON.stringify(answer.changes)}); the same pages read alone ${Math.round(floor.at(-1)!)} events/s`,
+          `${label}, run ${r + 1}: ${answer.events_replayed} events replayed in ${answer.duration_ms} ms (${Math.round(service.at(-1)!)} events/s; service CPU ${svcCpu.toFixed(2)} s, machine idle ${(idleShare * 100).toFixed(0)}%, load average ${load}; changed ${answer.changed}: ${JSON.stringify(answer.changes)}; event-loop delay max ${loopDelay.at(-1)!.toFixed(0)} ms); the same pages read alone ${Math.round(floor.at(-1)!)} events/s`,
         );
       }
       if (answers.size !== 1) throw new Error(`${label}: the replays answered differently`);
@@ -264,6 +280,12 @@ async function main() {
         },
         higherInfo(`events replayed per CPU-second of the service (${label})`, perCpu),
         higherInfo(`events replayed per second, client wall time (${label}, HTTP round trip included)`, wall),
+        infoRow(
+          "replay",
+          `the service's event-loop delay, max during the replay (${label})`,
+          "ms",
+          loopDelay,
+        ),
       );
     }
     report("replay", rowsOut, {

@@ -23,6 +23,7 @@ describe("bench/replay --quick", () => {
         `events replayed per second (4000 events, ${c})`,
         `events replayed per CPU-second of the service (${c})`,
         `events replayed per second, client wall time (${c}, HTTP round trip included)`,
+        `the service's event-loop delay, max during the replay (${c})`,
       ]),
     );
     for (const row of result.rows) {

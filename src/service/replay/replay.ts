@@ -38,14 +38,15 @@ import {
 } from "../../policy/schema.js";
 import { advanceChain, advanceOf, type ChainCounters, type MetricsDelta } from "../chains/counters.js";
 import {
-  chainOfRow,
+  ChainColumn,
+  chainOfPage,
+  chainsOfPage,
+  EventColumn,
   eventOfRow,
   type ReplayChainRow,
   type ReplayEventRow,
   type ReplayException,
   type ReplayRow,
-  RowColumn,
-  rowsOfPage,
 } from "./store.js";
 
 /** The replay route's answer (src/contract/v1/replay.ts ReplayResponseSchema). */
@@ -72,7 +73,7 @@ export interface ReplayerOptions {
 
 /**
  * The chains of one page to decide, in order: chain k has `counts[k]` rows in `rows`, the rows of
- * chain 0 first. A chain's rows are its events from sequence 1 up to the first gap (replayPolicy
+ * chain 0 first. A chain's rows are its events from sequence 1 up to the first gap (pageToDecide
  * cuts them there: the events a Replayer reads).
  */
 export interface PageToDecide {
@@ -252,7 +253,8 @@ export class Replayer {
     for (let k = 0; k < page.chains.length; k++) {
       const n = page.counts[k]!;
       const events: ReplayEventRow[] = new Array(n);
-      for (let j = 0; j < n; j++) events[j] = eventOfRow(page.rows[i + j]!);
+      const chainId = page.chains[k]!.id;
+      for (let j = 0; j < n; j++) events[j] = eventOfRow(page.rows[i + j]!, chainId);
       this.chain(page.chains[k]!, events);
       i += n;
     }
@@ -322,41 +324,37 @@ export class Replayer {
 }
 
 /**
- * Groups a page's rows by chain, each chain's rows cut at its first gap in the sequence (those a
- * Replayer reads: its events from sequence 1 on, in order).
+ * The chains of a page (store.ts chainsOfPage) and their first `keep` events in all, in order,
+ * each chain's events cut at its first gap in the sequence (those a Replayer reads: its events
+ * from sequence 1 on, in order).
  */
-export function pageToDecide(rows: readonly ReplayRow[]): PageToDecide {
+export function pageToDecide(page: readonly unknown[][], keep: number): PageToDecide {
   const chains: ReplayChainRow[] = [];
   const counts: number[] = [];
   const kept: ReplayRow[] = [];
-  let i = 0;
-  while (i < rows.length) {
-    const first = rows[i]!;
-    const chainId = first[RowColumn.chainId];
+  let left = keep;
+  for (const c of page) {
+    if (left <= 0) break;
+    const events = c[ChainColumn.events] as ReplayRow[];
+    const m = Math.min(events.length, left);
+    left -= m;
     let n = 0;
-    let inSequence = true;
-    for (; i < rows.length && rows[i]![RowColumn.chainId] === chainId; i++) {
-      inSequence &&= rows[i]![RowColumn.sequence] === n + 1;
-      if (inSequence) {
-        kept.push(rows[i]!);
-        n++;
-      }
-    }
-    chains.push(chainOfRow(first));
+    while (n < m && events[n]![EventColumn.sequence] === n + 1) kept.push(events[n++]!);
+    chains.push(chainOfPage(c));
     counts.push(n);
   }
   return { chains, counts, rows: kept };
 }
 
 /**
- * Decides the first `keep` rows of a page (store.ts ReplayPage.json) with a Replayer of its own:
+ * Decides the first `keep` events of a page (store.ts ReplayPage.json) with a Replayer of its own:
  * pages hold whole chains, so pages decided apart and merged in order (mergeTallies) answer as
  * one Replayer fed page after page. Runs on a replay worker thread (worker.ts).
- * @throws SyntaxError when `json` is not a JSON array of rows.
+ * @throws SyntaxError / TypeError when `json` is not a JSON array of chains.
  */
 export function decidePage(options: ReplayerOptions, json: string, keep: number): ReplayTally {
   const replayer = new Replayer(options);
-  replayer.page(pageToDecide(rowsOfPage(json, keep)));
+  replayer.page(pageToDecide(chainsOfPage(json), keep));
   return replayer.tally();
 }
 

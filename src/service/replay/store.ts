@@ -51,41 +51,50 @@ export interface ReplayException extends ActiveException {
 }
 
 /**
- * One event row as a page carries it: a JSON array in the columns of {@link RowColumn}, its JSON
- * columns (payload, metrics delta, principal) already values, the chain's policy_config as JSON
- * text (the key replay memoizes merged configurations by).
+ * One chain of a page as PostgreSQL builds it: a JSON array in the columns of
+ * {@link ChainColumn}, its events (rows in the columns of {@link EventColumn}, in sequence order)
+ * last. The chain's fields come once per chain, not once per event.
  */
+export type ReplayPageChain = unknown[];
+
+/** One event of a {@link ReplayPageChain}: its JSON columns (payload, metrics delta, principal) already values. */
 export type ReplayRow = unknown[];
 
-/** The columns of a {@link ReplayRow}, in the order REPLAY_PAGE builds them. */
-export const RowColumn = {
+/** The columns of a {@link ReplayPageChain}. */
+export const ChainColumn = {
   id: 0,
-  chainId: 1,
-  sequence: 2,
-  agentName: 3,
-  parentAgentName: 4,
-  actionType: 5,
-  actionName: 6,
-  payload: 7,
-  metricsDelta: 8,
-  policyDecision: 9,
-  decisionSource: 10,
-  policyName: 11,
-  killSwitchReason: 12,
-  killSwitchActive: 13,
-  pauseReason: 14,
-  approvalId: 15,
-  recordedAtMs: 16,
-  principal: 17,
-  orgEnvironment: 18,
-  chainStartedAtMs: 19,
-  chainPolicyConfig: 20,
+  startedAtMs: 1,
+  /** The chain's policy_config as JSON text (the key replay memoizes merged configurations by). */
+  policyConfig: 2,
+  events: 3,
+} as const;
+
+/** The columns of a {@link ReplayRow}, in the order REPLAY_PAGE builds them. */
+export const EventColumn = {
+  id: 0,
+  sequence: 1,
+  agentName: 2,
+  parentAgentName: 3,
+  actionType: 4,
+  actionName: 5,
+  payload: 6,
+  metricsDelta: 7,
+  policyDecision: 8,
+  decisionSource: 9,
+  policyName: 10,
+  killSwitchReason: 11,
+  killSwitchActive: 12,
+  pauseReason: 13,
+  approvalId: 14,
+  recordedAtMs: 15,
+  principal: 16,
+  orgEnvironment: 17,
 } as const;
 
 /**
- * One page of a replay's reads, as PostgreSQL sends it: `events` rows of chains in id order,
- * each chain's in sequence order, as one JSON array of {@link ReplayRow}s (`json`, decoded where
- * the page is decided: {@link rowsOfPage}); `lastChainId` the id of its last row's chain (where
+ * One page of a replay's reads, as PostgreSQL sends it: `events` events of chains in id order,
+ * each chain's in sequence order, as one JSON array of {@link ReplayPageChain}s (`json`, decoded
+ * where the page is decided: {@link chainsOfPage}); `lastChainId` the id of its last chain (where
  * the next page starts), null for an empty page.
  */
 export interface ReplayPage {
@@ -95,47 +104,47 @@ export interface ReplayPage {
 }
 
 /**
- * The first `keep` rows of a page.
- * @throws SyntaxError when `json` is not JSON (PostgreSQL built it: never).
+ * The chains of a page's JSON.
+ * @throws SyntaxError when `json` is not JSON; TypeError when it is not an array (PostgreSQL built it: never).
  */
-export function rowsOfPage(json: string, keep: number): ReplayRow[] {
-  const rows = JSON.parse(json) as ReplayRow[];
-  if (rows.length > keep) rows.length = keep;
-  return rows;
+export function chainsOfPage(json: string): ReplayPageChain[] {
+  const chains: unknown = JSON.parse(json);
+  if (!Array.isArray(chains)) throw new TypeError("a replay page is a JSON array of chains");
+  return chains as ReplayPageChain[];
 }
 
-/** The chain of a row (its id, start and policy_config are on every row of the chain). */
-export const chainOfRow = (r: ReplayRow): ReplayChainRow => ({
-  id: r[RowColumn.chainId] as string,
-  started_at_ms: r[RowColumn.chainStartedAtMs] as number,
-  policy_config: r[RowColumn.chainPolicyConfig] as string,
+/** The chain of a page's chain entry. */
+export const chainOfPage = (c: ReplayPageChain): ReplayChainRow => ({
+  id: c[ChainColumn.id] as string,
+  started_at_ms: c[ChainColumn.startedAtMs] as number,
+  policy_config: c[ChainColumn.policyConfig] as string,
 });
 
-/** The event of a row. */
-export function eventOfRow(r: ReplayRow): ReplayEventRow {
-  const metricsDelta = r[RowColumn.metricsDelta] as MetricsDelta | null;
+/** The event of a row of chain `chainId`. */
+export function eventOfRow(r: ReplayRow, chainId: string): ReplayEventRow {
+  const metricsDelta = r[EventColumn.metricsDelta] as MetricsDelta | null;
   return {
-    id: r[RowColumn.id] as string,
-    chain_id: r[RowColumn.chainId] as string,
-    sequence: r[RowColumn.sequence] as number,
-    agent_name: r[RowColumn.agentName] as string,
-    parent_agent_name: r[RowColumn.parentAgentName] as string | null,
-    action_type: r[RowColumn.actionType] as string,
-    action_name: r[RowColumn.actionName] as string,
-    payload: r[RowColumn.payload] as Record<string, unknown>,
+    id: r[EventColumn.id] as string,
+    chain_id: chainId,
+    sequence: r[EventColumn.sequence] as number,
+    agent_name: r[EventColumn.agentName] as string,
+    parent_agent_name: r[EventColumn.parentAgentName] as string | null,
+    action_type: r[EventColumn.actionType] as string,
+    action_name: r[EventColumn.actionName] as string,
+    payload: r[EventColumn.payload] as Record<string, unknown>,
     facts: metricsDelta ? { metrics_delta: metricsDelta } : {},
     decision: {
-      policy_decision: r[RowColumn.policyDecision] as ReplayEventRow["decision"]["policy_decision"],
-      decision_source: r[RowColumn.decisionSource] as ReplayEventRow["decision"]["decision_source"],
-      policy_name: r[RowColumn.policyName] as string | null,
-      kill_switch_reason: r[RowColumn.killSwitchReason] as string | null,
-      kill_switch_active: r[RowColumn.killSwitchActive] === "true",
-      pause_reason: r[RowColumn.pauseReason] as string | null,
+      policy_decision: r[EventColumn.policyDecision] as ReplayEventRow["decision"]["policy_decision"],
+      decision_source: r[EventColumn.decisionSource] as ReplayEventRow["decision"]["decision_source"],
+      policy_name: r[EventColumn.policyName] as string | null,
+      kill_switch_reason: r[EventColumn.killSwitchReason] as string | null,
+      kill_switch_active: r[EventColumn.killSwitchActive] === "true",
+      pause_reason: r[EventColumn.pauseReason] as string | null,
     },
-    approval_id: r[RowColumn.approvalId] as string | null,
-    recorded_at_ms: r[RowColumn.recordedAtMs] as number,
-    principal: r[RowColumn.principal] as WorkloadIdentity | null,
-    org_environment: (r[RowColumn.orgEnvironment] as string | null) ?? null,
+    approval_id: r[EventColumn.approvalId] as string | null,
+    recorded_at_ms: r[EventColumn.recordedAtMs] as number,
+    principal: r[EventColumn.principal] as WorkloadIdentity | null,
+    org_environment: (r[EventColumn.orgEnvironment] as string | null) ?? null,
   };
 }
 
@@ -158,13 +167,13 @@ export async function beginReplayReads(q: Queryable): Promise<void> {
  * event recorded in [from, to), with their events recorded before `to` (those before the window
  * too: they rebuild each chain's state), in chain id and sequence order, at most `limit` events.
  * One query, one round trip and one row per page: PostgreSQL builds the page as one JSON array
- * (one string to receive and hand to the thread that decides it, decoded there by one
- * JSON.parse: cheaper than pg's parsing of a row per event on the thread that serves requests),
+ * of chains, each with its events (one string to receive and hand to the thread that decides
+ * it, decoded there by one JSON.parse: cheaper than pg's parsing of a row per event on the
+ * thread that serves requests; the chain's columns once per chain),
  * only the columns replay reads, the decision's fields as text (parsing each whole stored
  * decision cost more than deciding again; decision_reason only for the kill switch, the one
- * reason replay reads), times as epoch milliseconds (no date parsing), the chain's columns on
- * every row (a number and a short text). When fewer than `limit` events come back, every chain
- * of the page is complete.
+ * reason replay reads), times as epoch milliseconds (no date parsing). When fewer than `limit`
+ * events come back, every chain of the page is complete.
  */
 export async function replayPage(
   q: Queryable,
@@ -182,6 +191,7 @@ export async function replayPage(
   return { events, lastChainId, json };
 }
 
+// Events are limited (LIMIT $6) in chain id and sequence order before they are grouped by chain.
 // Canonical uuid text (lowercase hex at fixed places) sorts as the uuid does: max(text) is the
 // page's last chain.
 const REPLAY_PAGE: PreparedStatement = {
@@ -193,17 +203,19 @@ const REPLAY_PAGE: PreparedStatement = {
          AND EXISTS (SELECT 1 FROM chain_events e WHERE e.chain_id = c.id AND e.recorded_at >= $2 AND e.recorded_at < $3)
        ORDER BY c.id LIMIT $5),
      rows AS (
-       SELECT e.chain_id, e.sequence, json_build_array(e.id, e.chain_id, e.sequence, e.agent_name, e.parent_agent_name,
+       SELECT e.chain_id, e.sequence, json_build_array(e.id, e.sequence, e.agent_name, e.parent_agent_name,
          e.action_type, e.action_name, e.payload, e.facts->'metrics_delta', e.decision->>'policy_decision',
          e.decision->>'decision_source', e.decision->>'policy_name',
          CASE WHEN e.decision->>'policy_name' = 'kill_switch' THEN e.decision->>'decision_reason' END,
          e.decision->>'kill_switch_active', e.decision->>'pause_reason', e.approval_id,
-         floor(extract(epoch FROM e.recorded_at) * 1000)::float8, e.principal, e.org_environment,
-         floor(extract(epoch FROM page.started_at) * 1000)::float8,
-         coalesce(page.policy_config, '{}'::jsonb)::text) AS row
+         floor(extract(epoch FROM e.recorded_at) * 1000)::float8, e.principal, e.org_environment) AS row
        FROM page JOIN chain_events e ON e.chain_id = page.id AND e.recorded_at < $3
-       ORDER BY e.chain_id, e.sequence LIMIT $6)
-     SELECT count(*)::int, max(chain_id::text), coalesce(json_agg(row ORDER BY chain_id, sequence), '[]')::text FROM rows`,
+       ORDER BY e.chain_id, e.sequence LIMIT $6),
+     grouped AS (SELECT chain_id, count(*) AS n, json_agg(row ORDER BY sequence) AS events FROM rows GROUP BY chain_id)
+     SELECT coalesce(sum(g.n), 0)::int, max(g.chain_id::text),
+       coalesce(json_agg(json_build_array(g.chain_id, floor(extract(epoch FROM p.started_at) * 1000)::float8,
+         coalesce(p.policy_config, '{}'::jsonb)::text, g.events) ORDER BY g.chain_id), '[]')::text
+     FROM grouped g JOIN page p ON p.id = g.chain_id`,
 };
 
 /** The organization's exceptions that were in force at some instant of [from, to), revoked ones included. */
