@@ -266,7 +266,8 @@ async function main() {
     const goRelayClient = createGatewayClient(goRelay.address);
     const goRelayCpu = () => threadsCpuUs(goRelay.pid);
     const relayPids: Record<RelayKind, number> = { minimal: minimalRelay.pid, goRelay: goRelay.pid };
-    /** Listening, before their first call. */
+    /** Listening, a second after the last of them started, before their first call. */
+    await sleep(1000);
     const relaysAtRest: Record<RelayKind, Memory> = {
       minimal: memoryOf(minimalRelay.pid),
       goRelay: memoryOf(goRelay.pid),
@@ -551,6 +552,17 @@ async function main() {
     await (sdkChain as Chain | null)?.exit();
     const rateResults = rateMode ? await measureRates() : null;
 
+    // The relays' CPU over the whole run both ways: schedstat misses exited threads, so the two
+    // agree only if no thread of theirs exited (ticks: within 10 ms per thread).
+    const relayCpuCheck = Object.fromEntries(
+      (Object.entries(relayPids) as [RelayKind, number][]).map(([kind, pid]) => {
+        const stat = processCpu(pid);
+        return [
+          kind,
+          { schedstat_ms: threadsCpuUs(pid) / 1000, stat_ms: (stat.userUs + stat.systemUs) / 1000 },
+        ];
+      }),
+    );
     const metrics = await getText(`${sidecar.httpUrl}/metrics`);
     const decisionMean = meanMs(metrics, "tollgate_sidecar_decision_duration_seconds");
     const upstreamMean = meanMs(metrics, "tollgate_sidecar_upstream_duration_seconds");
@@ -590,7 +602,12 @@ async function main() {
     if (sequential.length > 0) {
       const [node, go] = [relaysAtRest.minimal, relaysAtRest.goRelay];
       process.stdout.write(
-        `relays at rest (listening, before their first call): Go relay RssAnon ${mib(go.anonMib)} VmRSS ${mib(go.rssMib)}; minimal relay (Node.js) RssAnon ${mib(node.anonMib)} VmRSS ${mib(node.rssMib)}\n`,
+        `relays at rest (listening, idle, before their first call): Go relay RssAnon ${mib(go.anonMib)} VmRSS ${mib(go.rssMib)}; minimal relay (Node.js) RssAnon ${mib(node.anonMib)} VmRSS ${mib(node.rssMib)}\n`,
+      );
+      process.stdout.write(
+        `relays' CPU over the run, threads' schedstat vs /proc/<pid>/stat: ${Object.entries(relayCpuCheck)
+          .map(([kind, c]) => `${kind} ${Math.round(c.schedstat_ms)} vs ${Math.round(c.stat_ms)} ms`)
+          .join(", ")}\n`,
       );
       rows.push(...restRows(relaysAtRest));
     }
@@ -632,6 +649,8 @@ async function main() {
       cpus: os.cpus().length,
       sidecar_mean_decision_ms: decisionMean,
       sidecar_mean_upstream_ms: upstreamMean,
+      relays_at_rest: relaysAtRest,
+      relay_cpu_check: relayCpuCheck,
       sequential: sequential.map(({ mode, rounds: rs }) => ({
         mode: mode.name,
         gap_ms: mode.gapMs,
