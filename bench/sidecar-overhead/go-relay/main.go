@@ -7,10 +7,12 @@
 // id; the other methods are UNIMPLEMENTED. No validation, sanitizing, policy, metrics or
 // outcome reports.
 //
-//	DECISION_URL=http://… UPSTREAM_URL=http://… go-relay
+//	DECISION_URL=http://… UPSTREAM_URL=http://… [PORT=50062] go-relay
 //
-// Prints `host:port` on stdout once listening; stops on SIGTERM. Built by
-// scripts/build-go-relay.sh into a cache outside the repository.
+// Listens on 127.0.0.1 on a free port, or with PORT on all addresses on that port (bench/cluster
+// runs it beside the agent, its image built by test/cluster/build-test-images.sh); prints
+// `host:port` on stdout once listening; stops on SIGTERM. Built by scripts/build-go-relay.sh into
+// a cache outside the repository.
 package main
 
 import (
@@ -123,7 +125,11 @@ func main() {
 		MaxConnsPerHost:     64,
 		IdleConnTimeout:     30 * time.Second,
 	}
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	addr := "127.0.0.1:0"
+	if port := os.Getenv("PORT"); port != "" {
+		addr = "0.0.0.0:" + port
+	}
+	lis, err := net.Listen("tcp", addr)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "go-relay:", err)
 		os.Exit(1)
