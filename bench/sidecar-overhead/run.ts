@@ -24,7 +24,7 @@
  *                 of --chains (64) chains with no call in flight (one agent per concurrent
  *                 caller; a chain's decisions are serialized), round-robin when all are busy;
  *                 the direct and the governed segment alternate within each round.
- * In the sequential patterns five kinds interleave in each round; besides (a) and (b) they
+ * In the sequential patterns six kinds interleave in each round; besides (a) and (b) they
  * show where the added time goes:
  *   (c) the governance decision alone: the SDK's recordAgentAction from this process straight
  *       to the service (same transport as the sidecar), no sidecar and no tool,
@@ -33,13 +33,15 @@
  *       bare one-INSERT server → the same tool), the same hops with nothing else done, and
  *   (f) the Go relay floor: the same relay in Go (go-relay/: grpc-go and net/http, same proto,
  *       same two requests to the same decision server and tool; ADR 0011's proposal).
- * The sidecar's and the service's CPU time per call (and, for (e) and (f), the relay's: (e) is
- * the floor of the sidecar's, issue 30 asks ≤ 1.5× it; ADR 0011 asks (f) ≤ ⅓ of (e) before a
- * native sidecar is worth writing) come from /proc/<pid>/stat over each segment (the relays':
- * from their threads' /proc/<pid>/task/<tid>/schedstat, to the nanosecond). The relays'
- * RssAnon and VmRSS (/proc/<pid>/status) are read at rest (listening, before their first call)
- * and right after each of their segments (under the load; ADR 0011 asks RssAnon ≤ 20 MiB). After each round of governed rate calls the chains are completed through the
- * sidecar and every event must carry its outcome (reports are flushed before completion).
+ * The sidecar's and the service's CPU time per call come from /proc/<pid>/stat over each
+ * segment; the relays', for (e) and (f), from their threads' /proc/<pid>/task/<tid>/schedstat
+ * (to the nanosecond: a relay runs a few ms per segment). (e) is the floor of the sidecar's
+ * (issue 30 asks ≤ 1.5× it); ADR 0011 asks (f) ≤ ⅓ of (e) and ≤ 20 MiB RssAnon before a native
+ * sidecar is worth writing. The relays' RssAnon and VmRSS (/proc/<pid>/status) are read at rest
+ * (a second idle after they start, before their first call) and right after each of their
+ * segments (under the load). After each round of governed rate calls the chains are completed
+ * through the sidecar and every event must carry its outcome (reports are flushed before
+ * completion).
  *
  *   npx tsx bench/sidecar-overhead/run.ts [--calls 200] [--rounds 3] [--gap-ms 10]
  *     [--rate 500] [--rate-seconds 4] [--chains 64] [--pgbench-seconds 5]
@@ -47,8 +49,8 @@
  *
  * --quick: a few calls, for correctness (a test runs it). The Go relay is built on demand by
  * scripts/build-go-relay.sh (cached outside the repository); under CI=true .ci/run has built it
- * and the benchmark fails without it. Results go to bench/results/ (see
- * bench/lib/report.ts) like every benchmark's.
+ * and the benchmark fails without it. Results go to bench/results/ (see bench/lib/report.ts)
+ * like every benchmark's.
  * The service and the sidecar run as the images run them: the production bundles (`npm run
  * build`, built afresh into a scratch directory).
  * --sidecar-root: runs the sidecar from another checkout through tsx (e.g. `git archive` of an
@@ -390,7 +392,7 @@ async function main() {
       for (let i = 0; i < warmup; i++) for (const kind of SEQ_KINDS) await seqCalls[kind](null);
     }
 
-    /** Interleaved rounds of the four kinds, `gapMs` idle between calls (0: back to back). */
+    /** Interleaved rounds of the six kinds, `gapMs` idle between calls (0: back to back). */
     const measureSequential = async (mode: SequentialMode): Promise<SequentialRound[]> => {
       const pause = () => (mode.gapMs > 0 ? sleep(mode.gapMs) : Promise.resolve());
       const out: SequentialRound[] = [];
