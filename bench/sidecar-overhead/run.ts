@@ -561,7 +561,11 @@ async function main() {
         const stat = processCpu(pid);
         return [
           kind,
-          { schedstat_ms: threadsCpuUs(pid) / 1000, stat_ms: (stat.userUs + stat.systemUs) / 1000 },
+          {
+            schedstat_ms: threadsCpuUs(pid) / 1000,
+            stat_ms: (stat.userUs + stat.systemUs) / 1000,
+            stat_system_ms: stat.systemUs / 1000,
+          },
         ];
       }),
     );
@@ -608,7 +612,10 @@ async function main() {
       );
       process.stdout.write(
         `relays' CPU over the run, threads' schedstat vs /proc/<pid>/stat: ${Object.entries(relayCpuCheck)
-          .map(([kind, c]) => `${kind} ${Math.round(c.schedstat_ms)} vs ${Math.round(c.stat_ms)} ms`)
+          .map(
+            ([kind, c]) =>
+              `${kind} ${Math.round(c.schedstat_ms)} vs ${Math.round(c.stat_ms)} ms (system ${Math.round(c.stat_system_ms)} ms)`,
+          )
           .join(", ")}\n`,
       );
       rows.push(...restRows(relaysAtRest));
