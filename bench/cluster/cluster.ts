@@ -13,6 +13,7 @@ import {
   CHART_IMAGE_TAGS,
   CLUSTER,
   CRDS,
+  GO_RELAY_IMAGE,
   helm,
   installPostgres,
   KUBECONFIG,
@@ -63,7 +64,11 @@ export async function bringUpCluster(stops: Teardown): Promise<boolean> {
     await k(["get", "--raw", "/readyz"]);
     progress(`reusing cluster ${CLUSTER} (images ghcr.io/tollgate/*:${TAG})`);
     const nodes = (await kJson(["get", "nodes"])).items as { status: { images?: { names?: string[] }[] } }[];
-    const loaded = nodes.every((n) => n.status.images?.some((i) => i.names?.includes(POSTGRES_IMAGE)));
+    const loaded = nodes.every((n) =>
+      [POSTGRES_IMAGE, GO_RELAY_IMAGE].every((image) =>
+        n.status.images?.some((i) => i.names?.includes(image)),
+      ),
+    );
     if (!loaded) await script("test images", [path.join(ROOT, "test/cluster/build-test-images.sh"), CLUSTER]);
     return false;
   }

@@ -8,11 +8,14 @@
 //   relay     through the minimal relay (minimal-relay.mjs, a second container of this pod, on
 //             127.0.0.1:50061): the same hops — decision server in its own pod with one INSERT
 //             into the same PostgreSQL, then the same tool — with nothing else done,
+//   goRelay   through the Go relay floor (bench/sidecar-overhead/go-relay, a third container of
+//             this pod, on 127.0.0.1:50062): the same relay in Go, to the same decision server,
 // interleaved call by call (the order rotates), each call `gapMs` apart.
 //   node load.mjs serve          idles until SIGTERM (the agent container's command)
 //   node load.mjs run JSON       JSON: {url, upstream, calls, rounds, warmup, gapMs, deadlineMs}
 //                                prints one line
-//                                {rounds: [{direct: [µs], governed: [µs], relay: [µs]}], chains}
+//                                {rounds: [{direct: [µs], governed: [µs], relay: [µs],
+//                                goRelay: [µs]}], chains}
 // Waits (≤ 30 s) until the tool's Service answers; then exits 1 on the first failed call, or
 // when the run outlives deadlineMs.
 
@@ -32,6 +35,7 @@ if (cmd === "serve") {
     grpc.credentials.createInsecure(),
   );
   const relayClient = new Gateway(opts.relay ?? "127.0.0.1:50061", grpc.credentials.createInsecure());
+  const goRelayClient = new Gateway(opts.goRelay ?? "127.0.0.1:50062", grpc.credentials.createInsecure());
   const payload = { query: "weather in Paris", units: "metric", limit: 5 };
   const body = JSON.stringify(payload);
   const struct = {
@@ -107,6 +111,7 @@ if (cmd === "serve") {
   };
   const relayChain = crypto.randomUUID();
   const relay = () => invoke(relayChain, relayClient);
+  const goRelay = () => invoke(relayChain, goRelayClient);
 
   const time = async (fn, into) => {
     const t0 = performance.now();
@@ -130,18 +135,20 @@ if (cmd === "serve") {
       await time(direct);
       await time(governed);
       await time(relay);
+      await time(goRelay);
     }
     const rounds = [];
     for (let r = 0; r < opts.rounds; r++) {
-      const round = { direct: [], governed: [], relay: [] };
+      const round = { direct: [], governed: [], relay: [], goRelay: [] };
       for (let i = 0; i < opts.calls; i++) {
         if (Date.now() > deadline) throw new Error(`run outlived ${opts.deadlineMs} ms`);
         const calls = [
           () => time(direct, round.direct),
           () => time(governed, round.governed),
           () => time(relay, round.relay),
+          () => time(goRelay, round.goRelay),
         ];
-        const first = (i + r) % 3;
+        const first = (i + r) % calls.length;
         for (const call of [...calls.slice(first), ...calls.slice(0, first)]) {
           await call();
           if (opts.gapMs) await sleep(opts.gapMs);
@@ -158,6 +165,7 @@ if (cmd === "serve") {
   } finally {
     client.close();
     relayClient.close();
+    goRelayClient.close();
     agent.destroy();
   }
 } else {

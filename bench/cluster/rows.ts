@@ -61,13 +61,15 @@ function row(
 }
 
 /**
- * Rows of phase 1: governed and minimal-relay calls vs direct p50/p99, the added latency of each,
- * and the governed call's added latency against the relay's (the floor of these hops here).
+ * Rows of phase 1: governed, minimal-relay and Go-relay calls vs direct p50/p99, the added
+ * latency of the governed call against the relay's (the floor of these hops here), and the Go
+ * relay's added latency against the Node.js relay's (ADR 0011).
  */
 export function toolCallRows(rounds: LoadRound[], gapMs: number): ResultRow[] {
   const direct = rounds.map((r) => pOfUs(r.direct));
   const governed = rounds.map((r) => pOfUs(r.governed));
   const relay = rounds.map((r) => pOfUs(r.relay));
+  const goRelay = rounds.map((r) => pOfUs(r.goRelay));
   const base = "direct call to the tool's Service from the same pod, same run";
   const rows: ResultRow[] = [];
   const at = (q: Q) => ({
@@ -76,6 +78,8 @@ export function toolCallRows(rounds: LoadRound[], gapMs: number): ResultRow[] {
     relay: relay.map((p) => p[q]),
     added: governed.map((p, i) => p[q] - direct[i]![q]),
     relayAdded: relay.map((p, i) => p[q] - direct[i]![q]),
+    goRelay: goRelay.map((p) => p[q]),
+    goRelayAdded: goRelay.map((p, i) => p[q] - direct[i]![q]),
   });
   for (const q of ["p50", "p99"] as const) {
     rows.push(
@@ -97,6 +101,14 @@ export function toolCallRows(rounds: LoadRound[], gapMs: number): ResultRow[] {
       }),
     );
   }
+  for (const q of ["p50", "p99"] as const) {
+    rows.push(
+      row(`Go relay call ${q}, pod to pod (the same hops in Go: grpc-go, net/http)`, at(q).goRelay, {
+        baseline: base,
+        baselineValues: at(q).direct,
+      }),
+    );
+  }
   for (const [q, target] of [
     ["p50", TARGET_ADDED_P50_MS],
     ["p99", TARGET_ADDED_P99_MS],
@@ -107,6 +119,14 @@ export function toolCallRows(rounds: LoadRound[], gapMs: number): ResultRow[] {
         baselineValues: at(q).relayAdded,
         target: `≤ ${target} ms, or ≤ ${TARGET_ADDED_VS_RELAY}× the relay's where that is above it`,
         met: (v, b) => v <= target || (b !== null && b > target && v <= TARGET_ADDED_VS_RELAY * b),
+      }),
+    );
+  }
+  for (const q of ["p50", "p99"] as const) {
+    rows.push(
+      row(`Go relay added ${q} (Go relay − direct)`, at(q).goRelayAdded, {
+        baseline: "the minimal relay's added latency (relay − direct), same run",
+        baselineValues: at(q).relayAdded,
       }),
     );
   }

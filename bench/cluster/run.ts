@@ -6,8 +6,10 @@
  *     bench/cluster/load.mjs times the same JSON tool call made directly to the tool's Service
  *     (an HTTP echo in its own pod) and through the sidecar's gRPC Invoke (the service, in its
  *     own pod on PostgreSQL in the cluster, decides and records; the sidecar forwards to the same
- *     Service), interleaved call by call, --gap-ms apart, --calls pairs per round. Rows: p50 and
- *     p99 of each (ratio governed/direct) and the added p50/p99.
+ *     Service), interleaved call by call, --gap-ms apart, --calls pairs per round, with two floors
+ *     beside them: the minimal relay (Node.js) and the Go relay (bench/sidecar-overhead/go-relay,
+ *     ADR 0011), each a container of the agent pod doing the same hops. Rows: p50 and p99 of
+ *     each (ratio to direct) and the added p50/p99.
  *  2. Pod creation with injection: --pods pods in the namespace labelled for injection and as
  *     many in an unlabelled one, --concurrency at a time, batches alternating. Rows: p50/p99 of
  *     admission (create → API response) and of create → Ready, ratio injected/plain.
@@ -84,7 +86,7 @@ async function main() {
 
     await startToolAndAgent();
     // Bounded: a minute, plus the gap and 20 ms for every call.
-    const deadlineMs = 60_000 + Math.ceil(((WARMUP + CALLS * ROUNDS) * 3 * (GAP_MS + 20)) / 1000) * 1000;
+    const deadlineMs = 60_000 + Math.ceil(((WARMUP + CALLS * ROUNDS) * 4 * (GAP_MS + 20)) / 1000) * 1000;
     const load = await runLoad({ calls: CALLS, rounds: ROUNDS, warmup: WARMUP, gapMs: GAP_MS, deadlineMs });
     progress(`tool calls: ${load.rounds.length} rounds, ${load.chains} chains completed`);
     const rows = toolCallRows(load.rounds, GAP_MS);

@@ -6,10 +6,11 @@
  * call made directly to the tool's Service, through the sidecar's gRPC Invoke, and through the
  * minimal relay (the floor: bench/cluster/minimal-relay.mjs, a second container of the agent pod,
  * recording through bench/cluster/minimal-decision.mjs in its own pod on the same PostgreSQL),
- * interleaved.
+ * and through the Go relay floor (bench/sidecar-overhead/go-relay, a third container of the
+ * agent pod, to the same decision server and tool), interleaved.
  */
 import path from "node:path";
-import { k, kJson, ROOT, TAG } from "../../test/cluster/support.js";
+import { GO_RELAY_IMAGE, k, kJson, ROOT, TAG } from "../../test/cluster/support.js";
 import { progress } from "../lib/report.js";
 import { NS, PG_PASSWORD } from "./cluster.js";
 
@@ -28,11 +29,12 @@ export interface LoadOptions {
   deadlineMs: number;
 }
 
-/** Latencies in µs of one round, per kind (relay: the minimal relay, the floor). */
+/** Latencies in µs of one round, per kind (relay: the minimal relay, the floor; goRelay: the Go relay). */
 export interface LoadRound {
   direct: number[];
   governed: number[];
   relay: number[];
+  goRelay: number[];
 }
 
 /** The in-pod gRPC definition loader the scripts import (test/cluster/fixtures/gateway.mjs). */
@@ -141,6 +143,18 @@ export async function startToolAndAgent(): Promise<void> {
                 resources: { requests: { cpu: "10m", memory: "64Mi" } },
                 readinessProbe: { tcpSocket: { port: 50061 }, periodSeconds: 1 },
                 volumeMounts: [MOUNT],
+              },
+              {
+                name: "go-relay",
+                image: GO_RELAY_IMAGE,
+                imagePullPolicy: "Never",
+                env: [
+                  { name: "DECISION_URL", value: DECISION_URL },
+                  { name: "UPSTREAM_URL", value: TOOL_URL },
+                  { name: "PORT", value: "50062" },
+                ],
+                resources: { requests: { cpu: "10m", memory: "16Mi" } },
+                readinessProbe: { tcpSocket: { port: 50062 }, periodSeconds: 1 },
               },
             ],
             volumes: [VOLUME],

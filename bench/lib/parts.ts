@@ -121,19 +121,37 @@ export async function startServiceProcess(
  * resolves with that address and a stop function (SIGTERM, then waits for the exit).
  * @throws Error when the script exits before printing.
  */
-export async function startScript(
+export function startScript(
   script: string,
   args: string[] = [],
   env: Record<string, string> = {},
 ): Promise<{ address: string; pid: number; stop(): Promise<void> }> {
-  const proc = spawn(process.execPath, ["--import", "tsx", path.join(repoRoot, script), ...args], {
+  return startListener(process.execPath, ["--import", "tsx", path.join(repoRoot, script), ...args], env);
+}
+
+/**
+ * Starts `command` with `args` (from the repository root, with `env` added), a process that
+ * prints its address on its first stdout line once listening (a helper script, or a native
+ * floor such as the Go relay); resolves with that address and a stop function (SIGTERM, then
+ * waits for the exit).
+ * @throws Error when the process exits before printing.
+ */
+export async function startListener(
+  command: string,
+  args: string[] = [],
+  env: Record<string, string> = {},
+): Promise<{ address: string; pid: number; stop(): Promise<void> }> {
+  const proc = spawn(command, args, {
     cwd: repoRoot,
     env: { ...process.env, ...env },
     stdio: ["ignore", "pipe", "inherit"],
   });
   const address = await new Promise<string>((resolve, reject) => {
     createInterface({ input: proc.stdout! }).once("line", (line) => resolve(line.trim()));
-    proc.once("exit", (code) => reject(new Error(`${script} exited with ${code}`)));
+    proc.once("error", reject);
+    proc.once("exit", (code) =>
+      reject(new Error(`${[path.basename(command), ...args].join(" ")} exited with ${code}`)),
+    );
   });
   return {
     address,

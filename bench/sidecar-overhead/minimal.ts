@@ -16,7 +16,7 @@ import http from "node:http";
 import * as grpc from "@grpc/grpc-js";
 import { gatewayService } from "../../sidecar/wire/proto.js";
 import { structToJson } from "../../sidecar/wire/struct.js";
-import { directCall } from "./parts.js";
+import { directCall } from "./direct-call.js";
 
 const decisionUrl = process.env.DECISION_URL!;
 const upstreamUrl = new URL(process.env.UPSTREAM_URL!);

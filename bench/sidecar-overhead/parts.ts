@@ -1,44 +1,13 @@
 /**
  * The parts bench/sidecar-overhead runs besides the service and the tool (bench/lib):
- * the direct call to the tool, the sidecar as its own process, and metrics reads.
+ * the sidecar as its own process, the Go relay floor's binary, and metrics reads.
  */
 
+import { execFileSync } from "node:child_process";
 import http from "node:http";
+import path from "node:path";
+import { repoRoot } from "../lib/parts.js";
 import { type SidecarProcess, startSidecarProcess as startSidecar } from "../lib/sidecar-process.js";
-
-/**
- * One direct call: the same request the sidecar's http upstream makes (a JSON POST); resolves
- * with the response text.
- * @throws Error when the answer is not 200 or not JSON, or on a network error.
- */
-export function directCall(url: URL, agent: http.Agent, body: string): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const req = http.request(
-      url,
-      {
-        method: "POST",
-        agent,
-        headers: {
-          "content-type": "application/json",
-          "content-length": Buffer.byteLength(body),
-          accept: "application/json",
-        },
-      },
-      (res) => {
-        const chunks: Buffer[] = [];
-        res.on("data", (c: Buffer) => chunks.push(c));
-        res.on("end", () => {
-          if (res.statusCode !== 200) return reject(new Error(`upstream answered ${res.statusCode}`));
-          const text = Buffer.concat(chunks).toString("utf8");
-          JSON.parse(text);
-          resolve(text);
-        });
-      },
-    );
-    req.on("error", reject);
-    req.end(body);
-  });
-}
 
 export type { SidecarProcess } from "../lib/sidecar-process.js";
 
@@ -64,6 +33,22 @@ export function startSidecarProcess(opts: {
     ...(opts.bundle && { entry: [opts.bundle] }),
     ...(opts.root && { root: opts.root }),
   });
+}
+
+/**
+ * Path of the Go relay floor's binary (go-relay/, built by scripts/build-go-relay.sh into a
+ * cache outside the repository, keyed by a hash of its sources and the Go version). Under
+ * CI=true .ci/run has built it, and a missing one is an error rather than a build; elsewhere
+ * it is built on demand (Go and the module proxy needed, ~20 s the first time).
+ * @throws Error when the binary is missing under CI, or the build fails.
+ */
+export function goRelayBinary(): string {
+  const script = path.join(repoRoot, "scripts/build-go-relay.sh");
+  const out = execFileSync("bash", [script, ...(process.env.CI === "true" ? ["--no-build"] : [])], {
+    encoding: "utf8",
+    stdio: ["ignore", "pipe", "inherit"],
+  });
+  return out.trim().split("\n").at(-1)!;
 }
 
 /**

@@ -24,24 +24,33 @@
  *                 of --chains (64) chains with no call in flight (one agent per concurrent
  *                 caller; a chain's decisions are serialized), round-robin when all are busy;
  *                 the direct and the governed segment alternate within each round.
- * In the sequential patterns five kinds interleave in each round; besides (a) and (b) they
+ * In the sequential patterns six kinds interleave in each round; besides (a) and (b) they
  * show where the added time goes:
  *   (c) the governance decision alone: the SDK's recordAgentAction from this process straight
  *       to the service (same transport as the sidecar), no sidecar and no tool,
  *   (d) Invoke through the sidecar without an upstream (decide and record only), and
  *   (e) the floor: Invoke through a minimal relay (minimal.ts: bare grpc-js → record-action's
- *       bare one-INSERT server → the same tool), the same hops with nothing else done.
- * The sidecar's and the service's CPU time per call (and, for (e), the minimal relay's: the
- * floor of the sidecar's, issue 30 asks ≤ 1.5× it) come from /proc/<pid>/stat over each
- * segment. After each round of governed rate calls the chains are completed through the
- * sidecar and every event must carry its outcome (reports are flushed before completion).
+ *       bare one-INSERT server → the same tool), the same hops with nothing else done, and
+ *   (f) the Go relay floor: the same relay in Go (go-relay/: grpc-go and net/http, same proto,
+ *       same two requests to the same decision server and tool; ADR 0011's proposal).
+ * The sidecar's and the service's CPU time per call come from /proc/<pid>/stat over each
+ * segment; the relays', for (e) and (f), from their threads' /proc/<pid>/task/<tid>/schedstat
+ * (to the nanosecond: a relay runs a few ms per segment). (e) is the floor of the sidecar's
+ * (issue 30 asks ≤ 1.5× it); ADR 0011 asks (f) ≤ ⅓ of (e) and ≤ 20 MiB RssAnon before a native
+ * sidecar is worth writing. The relays' RssAnon and VmRSS (/proc/<pid>/status) are read at rest
+ * (a second idle after they start, before their first call) and right after each of their
+ * segments (under the load). After each round of governed rate calls the chains are completed
+ * through the sidecar and every event must carry its outcome (reports are flushed before
+ * completion).
  *
  *   npx tsx bench/sidecar-overhead/run.ts [--calls 200] [--rounds 3] [--gap-ms 10]
  *     [--rate 500] [--rate-seconds 4] [--chains 64] [--pgbench-seconds 5]
  *     [--modes paced,back-to-back,rate] [--sidecar-root dir] [--profile] [--quick]
  *
- * --quick: a few calls, for correctness (a test runs it). Results go to bench/results/ (see
- * bench/lib/report.ts) like every benchmark's.
+ * --quick: a few calls, for correctness (a test runs it). The Go relay is built on demand by
+ * scripts/build-go-relay.sh (cached outside the repository); under CI=true .ci/run has built it
+ * and the benchmark fails without it. Results go to bench/results/ (see bench/lib/report.ts)
+ * like every benchmark's.
  * The service and the sidecar run as the images run them: the production bundles (`npm run
  * build`, built afresh into a scratch directory).
  * --sidecar-root: runs the sidecar from another checkout through tsx (e.g. `git archive` of an
@@ -68,17 +77,19 @@ import {
   buildBundles,
   repoRoot,
   startDatabase,
+  startListener,
   startScript,
   startServiceProcess,
   teardown,
 } from "../lib/parts.js";
 import { type PgbenchLatency, pgbenchInsertLatency } from "../lib/pgbench.js";
-import { type CpuTime, processCpu } from "../lib/proc.js";
+import { anonRssBytes, type CpuTime, processCpu, rssBytes, threadsCpuUs } from "../lib/proc.js";
 import { type RateResult, runAtRate } from "../lib/rate.js";
 import { progress, report } from "../lib/report.js";
 import { startEchoUpstream } from "../lib/sidecar-process.js";
 import { latencyHistogram, median, percentilesMs, type ResultRow, spreadPct } from "../lib/stats.js";
-import { directCall, getText, meanMs, type SidecarProcess, startSidecarProcess } from "./parts.js";
+import { directCall } from "./direct-call.js";
+import { getText, goRelayBinary, meanMs, type SidecarProcess, startSidecarProcess } from "./parts.js";
 
 const { values: args } = parseArgs({
   options: {
@@ -120,12 +131,33 @@ const TARGET_P99_MS = 6;
 const TARGET_PGBENCH_RATIO = 2;
 /** Issue 30: the sidecar's CPU per governed call at most this many times the minimal relay's. */
 const TARGET_RELAY_CPU_RATIO = 1.5;
+/** ADR 0011: a native sidecar is worth writing only if the Go relay costs ≤ ⅓ of the Node relay's CPU… */
+const TARGET_GO_RELAY_CPU_RATIO = 1 / 3;
+/** …and ≤ 20 MiB RssAnon. */
+const TARGET_GO_RELAY_ANON_MIB = 20;
+const MIB = 1024 * 1024;
 
 const payload = { query: "weather in Paris", units: "metric", limit: 5 };
 
 type Percentiles = ReturnType<typeof percentilesMs>;
-type SeqKind = "direct" | "decision" | "sidecarDecide" | "sidecar" | "minimal";
-const SEQ_KINDS: readonly SeqKind[] = ["direct", "decision", "sidecarDecide", "sidecar", "minimal"];
+type SeqKind = "direct" | "decision" | "sidecarDecide" | "sidecar" | "minimal" | "goRelay";
+const SEQ_KINDS: readonly SeqKind[] = [
+  "direct",
+  "decision",
+  "sidecarDecide",
+  "sidecar",
+  "minimal",
+  "goRelay",
+];
+/** The two relay floors: minimal.ts (Node.js) and go-relay/ (Go). */
+type RelayKind = "minimal" | "goRelay";
+
+/** A process's resident memory in MiB: RssAnon (its own pages) and VmRSS (with shared ones). */
+interface Memory {
+  anonMib: number;
+  rssMib: number;
+}
+const memoryOf = (pid: number): Memory => ({ anonMib: anonRssBytes(pid) / MIB, rssMib: rssBytes(pid) / MIB });
 
 /** A sequential load pattern: paced (an agent doing its own work between calls) or back to back. */
 interface SequentialMode {
@@ -142,6 +174,10 @@ interface SequentialRound {
   serviceCpuUs: Record<SeqKind, number>;
   /** The minimal relay's CPU µs per call (its process, for kind `minimal`; the floor of sidecarCpuUs). */
   relayCpuUs: number;
+  /** The Go relay's CPU µs per call (its process, for kind `goRelay`). */
+  goRelayCpuUs: number;
+  /** Each relay's memory right after its segment (under the load). */
+  relayMemory: Record<RelayKind, Memory>;
   /** This process (load generator, upstream, and for `decision` the SDK itself). */
   ownCpuUs: Record<SeqKind, number>;
 }
@@ -171,6 +207,7 @@ interface RateRound {
 }
 
 const fmt = (ms: number) => `${ms.toFixed(3)} ms`;
+const mib = (n: number) => `${n.toFixed(1)} MiB`;
 const us = (t0: number) => Math.max(1, Math.round((performance.now() - t0) * 1000));
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const med = <T>(xs: T[], f: (x: T) => number) => median(xs.map(f));
@@ -181,6 +218,8 @@ async function main() {
     `sidecar-overhead: ${rounds} rounds; sequential ${perRound} calls per kind (${sequentialModes.map((m) => m.name).join(", ") || "none"}); ` +
       `${rateMode ? `${rateSeconds} s per kind at ${rates.join(", ")} calls/s over ${rateChains} chains, a free one per call` : "no rate mode"}${quick ? " (quick)" : ""}`,
   );
+  // First: without the Go relay (under CI=true, not built beforehand) nothing else need start.
+  const goRelayBin = goRelayBinary();
   const stops = teardown();
   const build = buildBundles();
   stops.push(async () => rmSync(build, { recursive: true, force: true }));
@@ -218,7 +257,23 @@ async function main() {
     });
     stops.push(minimalRelay.stop);
     const minimalClient = createGatewayClient(minimalRelay.address);
-    const relayCpu = () => processCpu(minimalRelay.pid);
+    // The relays' CPU to the nanosecond (their threads' schedstat): they run a few ms per segment.
+    const relayCpu = () => threadsCpuUs(minimalRelay.pid);
+    // The Go relay floor: the same relay in Go, to the same decision server and tool.
+    const goRelay = await startListener(goRelayBin, [], {
+      DECISION_URL: minimalDecision.address,
+      UPSTREAM_URL: upstream.url,
+    });
+    stops.push(goRelay.stop);
+    const goRelayClient = createGatewayClient(goRelay.address);
+    const goRelayCpu = () => threadsCpuUs(goRelay.pid);
+    const relayPids: Record<RelayKind, number> = { minimal: minimalRelay.pid, goRelay: goRelay.pid };
+    /** Listening, a second after the last of them started, before their first call. */
+    await sleep(1000);
+    const relaysAtRest: Record<RelayKind, Memory> = {
+      minimal: memoryOf(minimalRelay.pid),
+      goRelay: memoryOf(goRelay.pid),
+    };
     // timeout: honours the upstream's Keep-Alive hint, so no call goes out on a socket it closes.
     const agent = new http.Agent({ keepAlive: true, maxSockets: 64, timeout: 30_000 });
     const url = new URL(upstream.url);
@@ -306,7 +361,8 @@ async function main() {
       if (d.policy_decision !== "allow") throw new Error(`unexpected decision ${d.policy_decision}`);
     };
     const minimalChainId = randomUUID();
-    const viaMinimal = async (h: Histogram | null) => {
+    /** One Invoke through a relay floor (`via`: the minimal relay's or the Go relay's client). */
+    const viaRelay = (via: typeof client) => async (h: Histogram | null) => {
       const t0 = performance.now();
       const r = await unary<InvokeResponse__Output>(
         "Invoke",
@@ -317,10 +373,10 @@ async function main() {
           payload: struct,
           upstream: "tool",
         },
-        minimalClient,
+        via,
       );
       h?.recordValue(us(t0));
-      if (r.decision?.policy_decision !== "allow" || !r.forwarded)
+      if (r.decision?.policy_decision !== "allow" || !r.forwarded || !r.result_json.includes('"ok":true'))
         throw new Error(`unexpected ${JSON.stringify(r)}`);
     };
     const seqCalls: Record<SeqKind, (h: Histogram | null) => Promise<void>> = {
@@ -328,14 +384,15 @@ async function main() {
       decision: decisionOnly,
       sidecarDecide: sidecarDecideOnly.call,
       sidecar: viaSidecar.call,
-      minimal: viaMinimal,
+      minimal: viaRelay(minimalClient),
+      goRelay: viaRelay(goRelayClient),
     };
 
     if (sequentialModes.length > 0) {
       for (let i = 0; i < warmup; i++) for (const kind of SEQ_KINDS) await seqCalls[kind](null);
     }
 
-    /** Interleaved rounds of the four kinds, `gapMs` idle between calls (0: back to back). */
+    /** Interleaved rounds of the six kinds, `gapMs` idle between calls (0: back to back). */
     const measureSequential = async (mode: SequentialMode): Promise<SequentialRound[]> => {
       const pause = () => (mode.gapMs > 0 ? sleep(mode.gapMs) : Promise.resolve());
       const out: SequentialRound[] = [];
@@ -346,17 +403,33 @@ async function main() {
           sidecarSystemUs: {},
           serviceCpuUs: {},
           relayCpuUs: 0,
+          goRelayCpuUs: 0,
+          relayMemory: {},
           ownCpuUs: {},
         } as SequentialRound;
         for (const kind of SEQ_KINDS) {
           const h = latencyHistogram();
-          const [sc0, sv0, rl0, own0] = [sidecarCpu(), serviceCpu(), relayCpu(), process.cpuUsage()];
+          const [sc0, sv0, rl0, go0, own0] = [
+            sidecarCpu(),
+            serviceCpu(),
+            relayCpu(),
+            goRelayCpu(),
+            process.cpuUsage(),
+          ];
           for (let i = 0; i < perRound; i++) {
             await seqCalls[kind](h);
             await pause();
           }
-          const [sc1, sv1, rl1, own] = [sidecarCpu(), serviceCpu(), relayCpu(), process.cpuUsage(own0)];
-          if (kind === "minimal") round.relayCpuUs = total(rl0, rl1) / perRound;
+          const [sc1, sv1, rl1, go1, own] = [
+            sidecarCpu(),
+            serviceCpu(),
+            relayCpu(),
+            goRelayCpu(),
+            process.cpuUsage(own0),
+          ];
+          if (kind === "minimal") round.relayCpuUs = (rl1 - rl0) / perRound;
+          if (kind === "goRelay") round.goRelayCpuUs = (go1 - go0) / perRound;
+          if (kind === "minimal" || kind === "goRelay") round.relayMemory[kind] = memoryOf(relayPids[kind]);
           round.ownCpuUs[kind] = (own.user + own.system) / perRound;
           round.sidecarCpuUs[kind] = total(sc0, sc1) / perRound;
           round.sidecarSystemUs[kind] = (sc1.systemUs - sc0.systemUs) / perRound;
@@ -364,9 +437,9 @@ async function main() {
           round.p[kind] = percentilesMs(h);
         }
         out.push(round);
-        const { direct: d, decision: g, sidecarDecide: sd, sidecar: sc, minimal: mn } = round.p;
+        const { direct: d, decision: g, sidecarDecide: sd, sidecar: sc, minimal: mn, goRelay: gr } = round.p;
         progress(
-          `  ${mode.name} round ${r + 1}: direct p50 ${fmt(d.p50)} | decision only p50 ${fmt(g.p50)} | sidecar, no tool p50 ${fmt(sd.p50)} | sidecar p50 ${fmt(sc.p50)} p99 ${fmt(sc.p99)} | added p50 ${fmt(sc.p50 - d.p50)} p99 ${fmt(sc.p99 - d.p99)} | minimal relay added p50 ${fmt(mn.p50 - d.p50)} p99 ${fmt(mn.p99 - d.p99)} | sidecar CPU ${Math.round(round.sidecarCpuUs.sidecar)} µs/call (system ${Math.round(round.sidecarSystemUs.sidecar)} µs), minimal relay ${Math.round(round.relayCpuUs)} µs/call`,
+          `  ${mode.name} round ${r + 1}: direct p50 ${fmt(d.p50)} | decision only p50 ${fmt(g.p50)} | sidecar, no tool p50 ${fmt(sd.p50)} | sidecar p50 ${fmt(sc.p50)} p99 ${fmt(sc.p99)} | added p50 ${fmt(sc.p50 - d.p50)} p99 ${fmt(sc.p99 - d.p99)} | minimal relay added p50 ${fmt(mn.p50 - d.p50)} p99 ${fmt(mn.p99 - d.p99)} | Go relay added p50 ${fmt(gr.p50 - d.p50)} p99 ${fmt(gr.p99 - d.p99)} | sidecar CPU ${Math.round(round.sidecarCpuUs.sidecar)} µs/call (system ${Math.round(round.sidecarSystemUs.sidecar)} µs), minimal relay ${Math.round(round.relayCpuUs)} µs/call, Go relay ${Math.round(round.goRelayCpuUs)} µs/call`,
         );
       }
       return out;
@@ -481,11 +554,27 @@ async function main() {
     await (sdkChain as Chain | null)?.exit();
     const rateResults = rateMode ? await measureRates() : null;
 
+    // The relays' CPU over the whole run both ways: schedstat misses exited threads, so the two
+    // agree only if no thread of theirs exited (ticks: within 10 ms per thread).
+    const relayCpuCheck = Object.fromEntries(
+      (Object.entries(relayPids) as [RelayKind, number][]).map(([kind, pid]) => {
+        const stat = processCpu(pid);
+        return [
+          kind,
+          {
+            schedstat_ms: threadsCpuUs(pid) / 1000,
+            stat_ms: (stat.userUs + stat.systemUs) / 1000,
+            stat_system_ms: stat.systemUs / 1000,
+          },
+        ];
+      }),
+    );
     const metrics = await getText(`${sidecar.httpUrl}/metrics`);
     const decisionMean = meanMs(metrics, "tollgate_sidecar_decision_duration_seconds");
     const upstreamMean = meanMs(metrics, "tollgate_sidecar_upstream_duration_seconds");
     client.close();
     minimalClient.close();
+    goRelayClient.close();
     agent.destroy();
 
     // The service recorded every call of the last sequential chain, and bound each outcome.
@@ -511,9 +600,25 @@ async function main() {
           `sidecar share of the added p50: ${fmt(added("p50") - m("decision", "p50"))} (added − decision only), of which ` +
           `${fmt(m("sidecarDecide", "p50") - m("decision", "p50"))} the gRPC hop and the sidecar's own work (sidecar without a tool: p50 ${fmt(m("sidecarDecide", "p50"))}) ` +
           `and ${fmt(m("sidecar", "p50") - m("sidecarDecide", "p50") - m("direct", "p50"))} forwarding (beyond the direct call) plus the previous call's outcome report\n` +
-          `CPU per governed call: sidecar ${Math.round(cpu)} µs (system ${Math.round(med(rs, (r) => r.sidecarSystemUs.sidecar))} µs), service ${Math.round(med(rs, (r) => r.serviceCpuUs.sidecar))} µs; sidecar without a tool ${Math.round(med(rs, (r) => r.sidecarCpuUs.sidecarDecide))} µs, SDK decision alone ${Math.round(med(rs, (r) => r.ownCpuUs.decision))} µs in this process; minimal relay ${Math.round(med(rs, (r) => r.relayCpuUs))} µs (sidecar ${(cpu / med(rs, (r) => r.relayCpuUs)).toFixed(2)}×, target ≤ ${TARGET_RELAY_CPU_RATIO}×)\n`,
+          `CPU per governed call: sidecar ${Math.round(cpu)} µs (system ${Math.round(med(rs, (r) => r.sidecarSystemUs.sidecar))} µs), service ${Math.round(med(rs, (r) => r.serviceCpuUs.sidecar))} µs; sidecar without a tool ${Math.round(med(rs, (r) => r.sidecarCpuUs.sidecarDecide))} µs, SDK decision alone ${Math.round(med(rs, (r) => r.ownCpuUs.decision))} µs in this process; minimal relay ${Math.round(med(rs, (r) => r.relayCpuUs))} µs (sidecar ${(cpu / med(rs, (r) => r.relayCpuUs)).toFixed(2)}×, target ≤ ${TARGET_RELAY_CPU_RATIO}×)\n` +
+          goRelayLine(rs),
       );
       rows.push(...sequentialRows(mode, rs));
+    }
+    if (sequential.length > 0) {
+      const [node, go] = [relaysAtRest.minimal, relaysAtRest.goRelay];
+      process.stdout.write(
+        `relays at rest (listening, idle, before their first call): Go relay RssAnon ${mib(go.anonMib)} VmRSS ${mib(go.rssMib)}; minimal relay (Node.js) RssAnon ${mib(node.anonMib)} VmRSS ${mib(node.rssMib)}\n`,
+      );
+      process.stdout.write(
+        `relays' CPU over the run, threads' schedstat vs /proc/<pid>/stat: ${Object.entries(relayCpuCheck)
+          .map(
+            ([kind, c]) =>
+              `${kind} ${Math.round(c.schedstat_ms)} vs ${Math.round(c.stat_ms)} ms (system ${Math.round(c.stat_system_ms)} ms)`,
+          )
+          .join(", ")}\n`,
+      );
+      rows.push(...restRows(relaysAtRest));
     }
     if (rateResults) {
       const pg = rateResults.pgbench;
@@ -553,6 +658,8 @@ async function main() {
       cpus: os.cpus().length,
       sidecar_mean_decision_ms: decisionMean,
       sidecar_mean_upstream_ms: upstreamMean,
+      relays_at_rest: relaysAtRest,
+      relay_cpu_check: relayCpuCheck,
       sequential: sequential.map(({ mode, rounds: rs }) => ({
         mode: mode.name,
         gap_ms: mode.gapMs,
@@ -632,6 +739,40 @@ function sidecarRows<R>(
   return [via("p50"), via("p99"), addedRow("p50", TARGET_P50_MS), addedRow("p99", TARGET_P99_MS)];
 }
 
+/** The Go relay's CPU per call over the minimal relay's, per round (ADR 0011's ⅓ criterion). */
+const goRelayCpuRatio = (r: SequentialRound) => r.goRelayCpuUs / r.relayCpuUs;
+
+/** A sequential mode's line on the Go relay floor beside the Node.js one. */
+function goRelayLine(rs: SequentialRound[]): string {
+  const m = (of: (r: SequentialRound) => number) => med(rs, of);
+  const ratio = m(goRelayCpuRatio);
+  const go = (of: (x: Memory) => number) => mib(m((r) => of(r.relayMemory.goRelay)));
+  return (
+    `Go relay: added p50 ${fmt(m((r) => r.p.goRelay.p50 - r.p.direct.p50))} p99 ${fmt(m((r) => r.p.goRelay.p99 - r.p.direct.p99))} (minimal relay ${fmt(m((r) => r.p.minimal.p50 - r.p.direct.p50))}, ${fmt(m((r) => r.p.minimal.p99 - r.p.direct.p99))}); ` +
+    `CPU per call ${Math.round(m((r) => r.goRelayCpuUs))} µs (${ratio.toFixed(2)}× the minimal relay's, ADR 0011 target ≤ ${TARGET_GO_RELAY_CPU_RATIO.toFixed(2)}×: ${ratio <= TARGET_GO_RELAY_CPU_RATIO ? "met" : "MISSED"}); ` +
+    `under the load RssAnon ${go((x) => x.anonMib)} VmRSS ${go((x) => x.rssMib)} (minimal relay RssAnon ${mib(m((r) => r.relayMemory.minimal.anonMib))})\n`
+  );
+}
+
+/** Rows of the relays' memory at rest, with ADR 0011's RssAnon criterion on the Go relay's. */
+function restRows(atRest: Record<RelayKind, Memory>): ResultRow[] {
+  return [
+    row("Go relay RssAnon at rest", atRest.goRelay.anonMib, "MiB", {
+      baseline: "minimal relay (Node.js) RssAnon at rest",
+      baselineValue: atRest.minimal.anonMib,
+      target: `≤ ${TARGET_GO_RELAY_ANON_MIB} MiB (ADR 0011)`,
+      met: atRest.goRelay.anonMib <= TARGET_GO_RELAY_ANON_MIB,
+      repeats: 1,
+    }),
+    row("Go relay VmRSS at rest", atRest.goRelay.rssMib, "MiB", {
+      baseline: "minimal relay (Node.js) VmRSS at rest",
+      baselineValue: atRest.minimal.rssMib,
+      repeats: 1,
+    }),
+    row("minimal relay RssAnon at rest", atRest.minimal.anonMib, "MiB", { repeats: 1 }),
+  ];
+}
+
 function sequentialRows(mode: SequentialMode, rs: SequentialRound[]): ResultRow[] {
   const m = (figure: string, of: (r: SequentialRound) => number, unit = "ms") =>
     medianRow(mode.name, rs, figure, of, unit);
@@ -654,6 +795,24 @@ function sequentialRows(mode: SequentialMode, rs: SequentialRound[]): ResultRow[
       met: med(rs, (r) => r.sidecarCpuUs.sidecar) <= TARGET_RELAY_CPU_RATIO * med(rs, (r) => r.relayCpuUs),
     }),
     m("minimal relay CPU per call", (r) => r.relayCpuUs, "µs"),
+    m("Go relay added p50 (the hops alone, Go)", added("goRelay", "p50")),
+    m("Go relay added p99 (the hops alone, Go)", added("goRelay", "p99")),
+    medianRow(mode.name, rs, "Go relay CPU per call", (r) => r.goRelayCpuUs, "µs", {
+      baseline: "minimal relay CPU per call, same run",
+      baselineValue: med(rs, (r) => r.relayCpuUs),
+    }),
+    medianRow(mode.name, rs, "Go relay CPU ÷ minimal relay CPU", goRelayCpuRatio, "×", {
+      target: `≤ ${TARGET_GO_RELAY_CPU_RATIO.toFixed(2)} (ADR 0011: ⅓)`,
+      met: med(rs, goRelayCpuRatio) <= TARGET_GO_RELAY_CPU_RATIO,
+    }),
+    medianRow(mode.name, rs, "Go relay RssAnon under the load", (r) => r.relayMemory.goRelay.anonMib, "MiB", {
+      baseline: "minimal relay (Node.js) RssAnon, same run",
+      baselineValue: med(rs, (r) => r.relayMemory.minimal.anonMib),
+      target: `≤ ${TARGET_GO_RELAY_ANON_MIB} MiB (ADR 0011)`,
+      met: med(rs, (r) => r.relayMemory.goRelay.anonMib) <= TARGET_GO_RELAY_ANON_MIB,
+    }),
+    m("Go relay VmRSS under the load", (r) => r.relayMemory.goRelay.rssMib, "MiB"),
+    m("minimal relay RssAnon under the load", (r) => r.relayMemory.minimal.anonMib, "MiB"),
   ];
 }
 

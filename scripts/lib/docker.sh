@@ -41,7 +41,10 @@ ensure_docker() {
   if [[ "$(systemctl is-system-running 2>/dev/null || true)" =~ ^(running|degraded|starting)$ ]]; then
     as_root systemctl start docker </dev/null
   else
-    as_root bash -c 'setsid nohup dockerd >>/var/log/dockerd.log 2>&1 </dev/null &'
+    # Inherited descriptors above stderr are closed first: a caller's lock (`flock
+    # /tmp/tollgate-kind.lock …`) would otherwise be held by dockerd for as long as it runs.
+    as_root bash -c 'for fd in $(ls /proc/self/fd); do [[ ${fd} -gt 2 ]] && eval "exec ${fd}>&-"; done 2>/dev/null
+      setsid nohup dockerd >>/var/log/dockerd.log 2>&1 </dev/null &'
   fi
   local i
   for i in $(seq 1 60); do

@@ -1,7 +1,7 @@
 /**
  * bench/cluster --quick in the cluster this project brought up (TOLLGATE_BENCH_CLUSTER: reused,
- * left running): it installs its own release beside nothing else, times governed, minimal-relay
- * and direct tool calls pod to pod and pod creation with vs without injection, writes well-formed
+ * left running): it installs its own release beside nothing else, times governed, minimal-relay,
+ * Go-relay and direct tool calls pod to pod and pod creation with vs without injection, writes well-formed
  * rows, and removes everything it added. No timing is asserted.
  */
 import { readFileSync } from "node:fs";
@@ -33,8 +33,12 @@ describe("bench/cluster --quick", () => {
       "governed tool call p99, pod to pod (sidecar Invoke → service → tool; 10 ms gaps)",
       "minimal relay call p50, pod to pod (the same hops, nothing done at them)",
       "minimal relay call p99, pod to pod (the same hops, nothing done at them)",
+      "Go relay call p50, pod to pod (the same hops in Go: grpc-go, net/http)",
+      "Go relay call p99, pod to pod (the same hops in Go: grpc-go, net/http)",
       "added p50 (governed − direct)",
       "added p99 (governed − direct)",
+      "Go relay added p50 (Go relay − direct)",
+      "Go relay added p99 (Go relay − direct)",
       `pod admission (create → API response) p50, ${pods}`,
       `pod admission (create → API response) p99, ${pods}`,
       `pod create → Ready p50, ${pods}`,
@@ -44,20 +48,22 @@ describe("bench/cluster --quick", () => {
       expect(row).toMatchObject({ benchmark: "cluster", unit: "ms", repeats: 1 });
       expect(Number.isFinite(row.value), row.figure).toBe(true);
     }
-    // Governed and relay vs direct, injected vs plain: both measured, ratio = value / baseline.
-    for (const row of [...rows.slice(0, 4), ...rows.slice(6)]) {
+    // Governed and relays vs direct, injected vs plain: both measured, ratio = value / baseline.
+    for (const row of [...rows.slice(0, 6), ...rows.slice(10)]) {
       expect(row.value, row.figure).toBeGreaterThan(0);
       expect(row.baselineValue, row.figure).toBeGreaterThan(0);
       expect(row.ratio).toBeCloseTo(row.value / row.baselineValue!, 6);
     }
     // The added latency is the difference of the two p50s (p99s) of the same run, its baseline
-    // the relay's added latency the same way.
+    // the relay's added latency the same way; the Go relay's likewise, against the same baseline.
     for (const q of [0, 1]) {
-      const [governed, relay, added] = [rows[q]!, rows[q + 2]!, rows[q + 4]!];
-      expect(added.value).toBeCloseTo(governed.value - governed.baselineValue!, 6);
-      expect(added.baselineValue).toBeCloseTo(relay.value - relay.baselineValue!, 6);
+      const [governed, relay, goRelay, added, goAdded] = [0, 2, 4, 6, 8].map((i) => rows[q + i]!);
+      expect(added!.value).toBeCloseTo(governed!.value - governed!.baselineValue!, 6);
+      expect(added!.baselineValue).toBeCloseTo(relay!.value - relay!.baselineValue!, 6);
+      expect(goAdded!.value).toBeCloseTo(goRelay!.value - goRelay!.baselineValue!, 6);
+      expect(goAdded!.baselineValue).toBeCloseTo(added!.baselineValue!, 6);
     }
-    for (const row of [rows[4]!, rows[5]!, rows[7]!]) expect(typeof row.met).toBe("boolean");
+    for (const row of [rows[6]!, rows[7]!, rows[11]!]) expect(typeof row.met).toBe("boolean");
     // Nothing of the benchmark is left in the cluster.
     const namespaces = (await kJson(["get", "namespaces"])).items.map((n: Named) => n.metadata.name);
     expect(namespaces.filter((n: string) => n.startsWith("tollgate-bench"))).toEqual([]);

@@ -141,6 +141,8 @@ export { api, apiCall } from "../support/http.js";
 
 /** Built and loaded into the cluster by test/cluster/build-test-images.sh (Debian's packages). */
 export const POSTGRES_IMAGE = "tollgate.local/postgres:test";
+/** bench/cluster's Go relay floor, built and loaded by the same script (scripts/build-go-relay.sh's binary). */
+export const GO_RELAY_IMAGE = "tollgate.local/go-relay:test";
 
 /** `--set` arguments of the chart for the project's images built for the cluster (TAG). */
 export const CHART_IMAGE_TAGS = ["service", "operator", "sidecar"].flatMap((c) => [

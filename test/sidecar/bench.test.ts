@@ -1,8 +1,11 @@
 /**
  * bench/sidecar-overhead --quick runs end to end (its own PostgreSQL, service and sidecar
- * processes) and prints the figures it promises. Correctness only: no timing assertion.
+ * processes, the Node.js and Go relay floors) and prints the figures it promises. Correctness
+ * only: no timing assertion. The Go relay is built by scripts/build-go-relay.sh (under CI=true
+ * by .ci/run beforehand: the benchmark, and so this test, fails without it).
  */
 import { spawn } from "node:child_process";
+import { readFileSync } from "node:fs";
 import path from "node:path";
 import { describe, expect, it } from "vitest";
 
@@ -54,5 +57,40 @@ describe("bench/sidecar-overhead --quick", () => {
     expect(rate).toMatch(/^pgbench single-client INSERT: +p50 \d+\.\d{3} ms +p99 \d+\.\d{3} ms/m);
     expect(rate).toMatch(/^CPU per governed call: sidecar \d+ µs \(system \d+ µs\), service \d+ µs/m);
     expect(out).toContain("| sidecar-overhead | 500/s: added p99 vs pgbench single-client p99 |");
+
+    // The Go relay floor beside the Node.js one (ADR 0011): latency, CPU, ratio and memory rows.
+    expect(out).toMatch(/^Go relay: added p50 -?\d+\.\d{3} ms p99 -?\d+\.\d{3} ms .*CPU per call \d+ µs/m);
+    expect(out).toMatch(/^relays at rest .*: Go relay RssAnon \d+\.\d MiB VmRSS \d+\.\d MiB/m);
+    const { rows } = JSON.parse(
+      readFileSync(path.join(root, "bench/results/sidecar-overhead.json"), "utf8"),
+    ) as {
+      rows: { figure: string; value: number }[];
+    };
+    const value = (figure: string) => rows.find((r) => r.figure === figure)?.value;
+    const positive = [
+      "Go relay RssAnon at rest",
+      "Go relay VmRSS at rest",
+      "minimal relay RssAnon at rest",
+      ...["paced", "back-to-back"].flatMap((mode) =>
+        [
+          "Go relay CPU per call",
+          "Go relay CPU ÷ minimal relay CPU",
+          "Go relay RssAnon under the load",
+          "Go relay VmRSS under the load",
+          "minimal relay RssAnon under the load",
+          "minimal relay CPU per call",
+        ].map((f) => `${mode}: ${f}`),
+      ),
+    ];
+    for (const figure of positive) expect(value(figure), figure).toBeGreaterThan(0);
+    // Added latency is a difference of two percentiles (20 calls each here): present, its sign the machine's.
+    for (const mode of ["paced", "back-to-back"]) {
+      for (const q of ["p50", "p99"]) {
+        const figure = `${mode}: Go relay added ${q} (the hops alone, Go)`;
+        expect(Number.isFinite(value(figure)), figure).toBe(true);
+      }
+    }
+    // VmRSS counts RssAnon and the shared pages besides.
+    expect(value("Go relay VmRSS at rest")).toBeGreaterThan(value("Go relay RssAnon at rest")!);
   }, 300_000);
 });
