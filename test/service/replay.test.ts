@@ -433,6 +433,36 @@ describe("POST /v1/policies/replay", () => {
     }
   });
 
+  it("a replay fails when one of its pages fails (the route answers 500), and stops reading", async () => {
+    /** Fails its second page, as a worker that dies on it would. */
+    class FailingSecondPage extends ReplayWorkers {
+      pages = 0;
+      override decide(...args: Parameters<ReplayWorkers["decide"]>) {
+        if (++this.pages === 2) return Promise.reject(new Error("replay worker: exited (code 1)"));
+        return super.decide(...args);
+      }
+    }
+    const workers = new FailingSecondPage(1);
+    try {
+      const failing = replayPolicy(t.service.ctx.db, {
+        orgId: org.orgId,
+        body: ReplayRequestSchema.parse({
+          candidate: CANDIDATE,
+          replace: "base",
+          from: new Date(windowFrom).toISOString(),
+          to: new Date(windowTo).toISOString(),
+        }),
+        pageChains: 1,
+        workers,
+      });
+      await expect(failing).rejects.toThrow("replay worker: exited (code 1)");
+      // 400 one-chain pages; it stopped soon after the second.
+      expect(workers.pages).toBeLessThan(10);
+    } finally {
+      await workers.close();
+    }
+  });
+
   it("a page fails when its worker fails on it or exits; a later page starts a new worker", async () => {
     const workers = new ReplayWorkers(1);
     const options = {

@@ -97,6 +97,8 @@ export async function replayPolicy(
 
     let truncatedBy: ReplayAnswer["truncated_by"] = null;
     let eventsRead = 0;
+    // Set when a page fails: reading more would be wasted, the replay fails anyway.
+    let failed = false;
     const decided: Promise<ReplayTally>[] = [];
     const pending = new Set<Promise<unknown>>();
     const maxPending = PAGES_AHEAD_PER_THREAD * workers.size;
@@ -109,7 +111,7 @@ export async function replayPolicy(
       while (next !== null) {
         const page: ReplayPage = await next;
         next = null;
-        if (page.events === 0) break;
+        if (page.events === 0 || failed) break;
         const budget = body.max_events - eventsRead;
         const cut = page.events > budget;
         const keep = cut ? budget : page.events;
@@ -119,7 +121,10 @@ export async function replayPolicy(
         decided.push(tally);
         const settled: Promise<void> = tally.then(
           () => void pending.delete(settled),
-          () => void pending.delete(settled),
+          () => {
+            failed = true;
+            pending.delete(settled);
+          },
         );
         pending.add(settled);
         if (cut) {

@@ -12,12 +12,49 @@
  * keep the process alive). A worker that fails or exits fails the pages it held (the replay
  * answers 500, never a tally of part of its pages); the next page starts a new one.
  */
+import { readFileSync } from "node:fs";
 import { availableParallelism } from "node:os";
+import path from "node:path";
 import { Worker } from "node:worker_threads";
 import type { ReplayerOptions, ReplayTally } from "./replay.js";
 
-/** Worker threads per process: one per core, at most 4 (PostgreSQL and the main thread need cores too). */
-export const REPLAY_THREADS = Math.max(1, Math.min(4, availableParallelism()));
+/**
+ * The CPUs a cgroup grants, rounded up, from its files' text: cgroup v2 `cpu.max`
+ * ("<quota> <period>" in µs, "max <period>" for no limit), or cgroup v1 `cpu.cfs_quota_us` and
+ * `cpu.cfs_period_us` given as "<quota> <period>" (quota −1 for no limit). Null when there is no
+ * limit or the text is neither.
+ */
+export function cgroupCpuLimit(quotaAndPeriod: string): number | null {
+  const m = /^\s*(-?\d+|max)\s+(\d+)\s*$/.exec(quotaAndPeriod);
+  if (!m || m[1] === "max" || Number(m[1]) <= 0 || Number(m[2]) === 0) return null;
+  return Math.ceil(Number(m[1]) / Number(m[2]));
+}
+
+/**
+ * The container's CPU limit (cgroup v2, else v1), else null: availableParallelism() counts the
+ * node's CPUs, not the limit (measured in a container with `--cpus=1` on 2 cores: 2).
+ */
+function containerCpuLimit(): number | null {
+  const read = (file: string) => readFileSync(path.join("/sys/fs/cgroup", file), "utf8");
+  try {
+    return cgroupCpuLimit(read("cpu.max"));
+  } catch {
+    try {
+      return cgroupCpuLimit(`${read("cpu/cpu.cfs_quota_us")} ${read("cpu/cpu.cfs_period_us")}`);
+    } catch {
+      return null;
+    }
+  }
+}
+
+/**
+ * Worker threads per process: one per CPU the process may use (the container's CPU limit where
+ * there is one), at most 4 (PostgreSQL and the main thread need cores too).
+ */
+export const REPLAY_THREADS = Math.max(
+  1,
+  Math.min(4, availableParallelism(), containerCpuLimit() ?? Infinity),
+);
 
 /** Milliseconds without a page after which the workers stop (memory back to the process). */
 export const IDLE_MS = 60_000;
