@@ -141,6 +141,22 @@ describe("POST /v1/policies/replay", () => {
       to: new Date(windowTo).toISOString(),
       ...body,
     });
+  /** replayPolicy called directly with CANDIDATE replacing "base" over the window, `over` on top. */
+  const replayDirect = (
+    over: Partial<ReplayRequest>,
+    opts: { pageChains?: number; workers?: ReplayWorkers } = {},
+  ) =>
+    replayPolicy(t.service.ctx.db, {
+      orgId: org.orgId,
+      body: ReplayRequestSchema.parse({
+        candidate: CANDIDATE,
+        replace: "base",
+        from: new Date(windowFrom).toISOString(),
+        to: new Date(windowTo).toISOString(),
+        ...over,
+      }),
+      ...opts,
+    });
 
   beforeAll(async () => {
     t = await startTestService({ listen: true });
@@ -402,19 +418,7 @@ describe("POST /v1/policies/replay", () => {
     const one = new ReplayWorkers(1);
     const three = new ReplayWorkers(3);
     const answer = async (over: Partial<ReplayRequest>, pageChains?: number, workers?: ReplayWorkers) => {
-      const a = await replayPolicy(t.service.ctx.db, {
-        orgId: org.orgId,
-        body: ReplayRequestSchema.parse({
-          candidate: CANDIDATE,
-          replace: "base",
-          from: new Date(windowFrom).toISOString(),
-          to: new Date(windowTo).toISOString(),
-          sample_size: 100,
-          ...over,
-        }),
-        pageChains,
-        workers,
-      });
+      const a = await replayDirect({ sample_size: 100, ...over }, { pageChains, workers });
       return JSON.stringify({ ...a, duration_ms: 0 });
     };
     try {
@@ -444,17 +448,7 @@ describe("POST /v1/policies/replay", () => {
     }
     const workers = new FailingSecondPage(1);
     try {
-      const failing = replayPolicy(t.service.ctx.db, {
-        orgId: org.orgId,
-        body: ReplayRequestSchema.parse({
-          candidate: CANDIDATE,
-          replace: "base",
-          from: new Date(windowFrom).toISOString(),
-          to: new Date(windowTo).toISOString(),
-        }),
-        pageChains: 1,
-        workers,
-      });
+      const failing = replayDirect({}, { pageChains: 1, workers });
       await expect(failing).rejects.toThrow("replay worker: exited (code 1)");
       // 400 one-chain pages; it stopped soon after the second.
       expect(workers.pages).toBeLessThan(10);
